@@ -1,0 +1,1 @@
+"""evenhand.decoding: model loading, logits processors, beam search and generate()."""

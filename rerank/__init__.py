@@ -1,0 +1,1 @@
+"""evenhand.rerank: scorer protocol and registry, scorers, reranker."""

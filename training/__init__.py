@@ -1,0 +1,1 @@
+"""evenhand.training: the DPO+RR preference-tuning loop."""
