@@ -1,0 +1,189 @@
+"""Summarize examples with a generator model: prompts, batching, decoding settings, processors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.schema import DataError, Example
+
+
+@dataclass
+class GenerateConfig:
+    """Decoding settings. Defaults suit SmolLM2-135M-Instruct (it repeats itself otherwise)."""
+
+    max_new_tokens: int = field(default=96, metadata={"help": "Tokens to generate per summary."})
+    num_beams: int = field(default=4, metadata={"help": "Beam width (1 = greedy or sampling)."})
+    do_sample: bool = field(default=False, metadata={"help": "Sample instead of beam search."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    top_p: float | None = field(default=None, metadata={"help": "Nucleus sampling mass."})
+    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling cut-off."})
+    no_repeat_ngram_size: int = field(
+        default=3, metadata={"help": "Forbid repeating n-grams of this size (0 = off)."}
+    )
+    repetition_penalty: float = field(
+        default=1.2, metadata={"help": "Penalty on already generated tokens (1.0 = off)."}
+    )
+    batch_size: int = field(default=4, metadata={"help": "Examples per generate() call."})
+    seed: int = field(default=0, metadata={"help": "Random seed; same seed, same outputs."})
+    instruction: str | None = field(
+        default=None, metadata={"help": "Instruction replacing the default summarization one."}
+    )
+    fair_prompt: str | None = field(
+        default=None,
+        metadata={"help": "Prompting baseline: 'definition' (FairSumm) or 'labels' (Equal Coverage)."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"`max_new_tokens` must be a positive int, got {self.max_new_tokens}")
+        if self.num_beams < 1:
+            raise ValueError(f"`num_beams` must be a positive int, got {self.num_beams}")
+        if self.batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size}")
+        if self.temperature <= 0:
+            raise ValueError(
+                f"`temperature` must be a positive float, got {self.temperature}; "
+                "for deterministic decoding set `do_sample=False` instead"
+            )
+        if not self.do_sample and (self.top_p is not None or self.top_k is not None):
+            raise ValueError("`top_p`/`top_k` only apply with `do_sample=True`; set it or drop them")
+
+    def hf_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``model.generate``."""
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=self.max_new_tokens,
+            num_beams=self.num_beams,
+            do_sample=self.do_sample,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            repetition_penalty=self.repetition_penalty,
+        )
+        if self.do_sample:
+            kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
+        return kwargs
+
+
+@dataclass
+class PromptBatch:
+    """What processor builders see: the batch's examples and their tokenized prompts."""
+
+    examples: list[Example]
+    input_ids: Any  # (batch, prompt_len) LongTensor, left-padded for decoder-only models
+    attention_mask: Any
+    tokenizer: Any
+    model: Any
+    config: GenerateConfig
+
+    @property
+    def prompt_length(self) -> int:
+        """Length of the padded prompt: generated tokens start here (decoder-only)."""
+        return int(self.input_ids.shape[1])
+
+
+#: Functions turning a batch into extra logits processors (abstractiveness, fairness...).
+ProcessorBuilder = Callable[[PromptBatch], Sequence[Any]]
+
+
+def _batches(items: Sequence[Example], size: int) -> Iterator[tuple[int, list[Example]]]:
+    for start in range(0, len(items), size):
+        yield start, list(items[start : start + size])
+
+
+def context_limit(model: Any) -> int | None:
+    """The model's maximum sequence length, when its config states one."""
+    config = model.config
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def encode_prompts(
+    model: Any, tokenizer: Any, examples: Sequence[Example], config: GenerateConfig
+) -> Any:
+    """Tokenize the chat prompts of ``examples``; raise DataError if one exceeds the context."""
+    from decoding.prompting import build_prompt, chat_prompt
+
+    texts = [
+        chat_prompt(tokenizer, build_prompt(ex, config.instruction, config.fair_prompt))
+        for ex in examples
+    ]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    limit = context_limit(model)
+    if limit is not None:
+        lengths = enc["attention_mask"].sum(dim=1)
+        budget = limit if model.config.is_encoder_decoder else limit - config.max_new_tokens
+        for ex, n in zip(examples, lengths.tolist()):
+            if n > budget:
+                raise DataError(
+                    f"example {ex.id!r}: `documents` take {n} prompt tokens, more than the "
+                    f"model's context allows ({limit} tokens"
+                    + ("" if model.config.is_encoder_decoder else f" minus {config.max_new_tokens} new")
+                    + "); shorten or drop documents, or lower `max_new_tokens`"
+                )
+    return enc
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    config: GenerateConfig | None = None,
+    processor_builders: Sequence[ProcessorBuilder] = (),
+    progress: bool = True,
+    on_batch: Callable[[list[Example], list[str]], None] | None = None,
+) -> list[str]:
+    """Write one summary per example.
+
+    Args:
+        model: a causal or seq2seq transformers model (``load_generator``).
+        tokenizer: its tokenizer.
+        examples: the inputs.
+        config: decoding settings (default ``GenerateConfig()``).
+        processor_builders: callables turning each ``PromptBatch`` into extra logits
+            processors (abstractiveness constraints, group-coverage bonus...).
+        progress: show a progress bar over examples.
+        on_batch: called with each finished batch's examples and summaries (for
+            incremental writing).
+
+    Returns:
+        The summaries, in example order. The same inputs, config and seed give the
+        same outputs: each batch re-seeds torch with ``seed + index of its first example``.
+    """
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import LogitsProcessorList
+
+    config = config or GenerateConfig()
+    for i, ex in enumerate(examples):
+        ex.validate(f"examples[{i}]")
+    device = next(model.parameters()).device
+    outputs: list[str] = []
+    bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
+    for start, batch in _batches(examples, config.batch_size):
+        enc = encode_prompts(model, tokenizer, batch, config).to(device)
+        prompt_batch = PromptBatch(
+            batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config
+        )
+        processors = LogitsProcessorList(
+            [p for build in processor_builders for p in build(prompt_batch)]
+        )
+        torch.manual_seed(config.seed + start)
+        with torch.no_grad():
+            out = model.generate(
+                **enc,
+                **config.hf_kwargs(),
+                logits_processor=processors,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+        new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
+        texts = [t.strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+        outputs.extend(texts)
+        if on_batch is not None:
+            on_batch(batch, texts)
+        bar.update(len(batch))
+    bar.close()
+    return outputs

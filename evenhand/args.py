@@ -1,0 +1,57 @@
+"""Build argparse options from config dataclasses, and configs back from parsed args."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _base_type(annotation: Any) -> tuple[Any, bool]:
+    """(the non-None type, whether None is allowed) of a field annotation."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return (args[0] if len(args) == 1 else str), True
+    return annotation, False
+
+
+def add_dataclass_arguments(
+    parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()
+) -> None:
+    """One ``--field-name`` option per dataclass field, help from ``metadata['help']``.
+
+    Defaults are left as None on the parser, so ``config_from_args`` can tell set
+    flags from unset ones (unset ones keep the dataclass's own default).
+    """
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip or not f.init:
+            continue
+        typ, _ = _base_type(hints[f.name])
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        help_text = f.metadata.get("help", "")
+        help_text = f"{help_text} (default: {default})" if default is not None else help_text
+        if typ is bool:
+            parser.add_argument(
+                flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                help=help_text,
+            )
+        elif typ in (int, float, str):
+            parser.add_argument(flag, dest=f.name, type=typ, default=None, help=help_text)
+
+
+def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
+    """Instantiate ``cls`` from the options set on the command line, plus ``extra``."""
+    values = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(cls)
+        if getattr(args, f.name, None) is not None
+    }
+    values.update({k: v for k, v in extra.items() if v is not None})
+    return cls(**values)

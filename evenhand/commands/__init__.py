@@ -1,0 +1,1 @@
+"""Subcommands of the ``evenhand`` CLI, one module each (see ``evenhand.cli``)."""

@@ -1,0 +1,62 @@
+"""``evenhand generate``: one summary per example, written to JSONL as it goes (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from evenhand.args import add_dataclass_arguments, config_from_args
+
+NAME = "generate"
+HELP = "Summarize every example of a data file into a JSONL file (one line per example)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Data, model and output options plus every GenerateConfig field."""
+    from decoding.generate import GenerateConfig
+
+    parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
+    parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
+    parser.add_argument(
+        "--model", default="smollm2-135m-instruct",
+        help="Embedded alias, local folder, LoRA adapter folder or cached HF id.",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N examples.")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1... (default: auto).")
+    parser.add_argument(
+        "--no-resume", dest="resume", action="store_false",
+        help="Start afresh instead of skipping examples already in --out.",
+    )
+    add_dataclass_arguments(parser, GenerateConfig)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate, appending each finished batch to --out."""
+    from decoding.generate import GenerateConfig, generate
+    from decoding.models import load_generator
+    from evaluation.jsonl import ResumableJsonl
+    from evaluation.loaders import load_examples
+
+    config = config_from_args(GenerateConfig, args)
+    examples = load_examples(args.data)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"`--limit` must be a positive int, got {args.limit}")
+        examples = examples[: args.limit]
+    store = ResumableJsonl(args.out, resume=args.resume)
+    todo = [ex for ex in examples if not store.done(ex.id)]
+    if len(todo) < len(examples):
+        print(f"resuming: {len(examples) - len(todo)} of {len(examples)} already in {args.out}")
+    if todo:
+        model, tokenizer = load_generator(args.model, device=args.device)
+        settings = dataclasses.asdict(config)
+
+        def write(batch, summaries):  # noqa: ANN001 - callback
+            store.append(
+                {"id": ex.id, "summary": s, "model": args.model, "config": settings}
+                for ex, s in zip(batch, summaries)
+            )
+
+        generate(model, tokenizer, todo, config, on_batch=write)
+    print(f"wrote {len(examples)} summaries to {args.out}")
+    return 0
