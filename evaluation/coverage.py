@@ -97,7 +97,9 @@ def document_coverage(coverage: ArrayLike, exclude_uncovered_units: bool = True)
     p = _matrix(coverage)
     denom = int((p.max(axis=1) > 0).sum()) if exclude_uncovered_units else p.shape[0]
     if denom == 0:
-        raise ValueError("no summary unit is covered by any document; coverage fairness is undefined")
+        raise ValueError(
+            "no summary unit is covered by any document; coverage fairness is undefined"
+        )
     return p.sum(axis=0) / denom
 
 

@@ -34,7 +34,10 @@ def test_float_bug_not_reproduced():
     # ten equal values sum to 0.9999999999999999 in floats; the empty value must still be dropped
     source = {i: 1 for i in range(10)} | {10: 0}
     assert 10 not in sample_fairness(source, {0: 1}).terms
-    assert kept_values(source_array := __import__("numpy").array(list(source.values()), float)).size == 10
+    assert (
+        kept_values(source_array := __import__("numpy").array(list(source.values()), float)).size
+        == 10
+    )
     assert source_array.sum() == 10
 
 
@@ -45,7 +48,9 @@ def test_hand_computed_three_values():
     assert r.unfair
     assert r.terms == pytest.approx({"a": 0.25, "b": 0.05, "c": 0.0})
     # cutoff 0.5 keeps only "a": trivially fair
-    assert sample_fairness({"a": 5, "b": 3, "c": 2}, {"a": 1, "b": 1, "c": 2}, cutoff=0.5).uer == 0.0
+    assert (
+        sample_fairness({"a": 5, "b": 3, "c": 2}, {"a": 1, "b": 1, "c": 2}, cutoff=0.5).uer == 0.0
+    )
 
 
 def test_equal_and_user_reference():
@@ -117,7 +122,11 @@ def test_text_pipeline_hand():
     groups = {"pos": "Great shoes, great fit.", "neg": "Bad shoes.", "neu": ""}
     assert source_counts(groups) == {"pos": 4, "neg": 2, "neu": 0}
     # summary words: shoe (both), great (pos), bad (neg), price (none)
-    assert ngram_target_counts(groups, "Great shoes but a bad price.") == {"pos": 2, "neg": 2, "neu": 0}
+    assert ngram_target_counts(groups, "Great shoes but a bad price.") == {
+        "pos": 2,
+        "neg": 2,
+        "neu": 0,
+    }
 
 
 def test_similarity_target():
@@ -128,4 +137,8 @@ def test_similarity_target():
     calls = []
     similarity_target(groups, "s", lambda g, s: calls.append(g) or 0.0)
     assert calls == ["x", "y"]
-    assert similarity_target(groups, "s", {"a": 1.0, "b": 1.0}, temperature=0) == {"a": 0.5, "b": 0.5, "c": 0.0}
+    assert similarity_target(groups, "s", {"a": 1.0, "b": 1.0}, temperature=0) == {
+        "a": 0.5,
+        "b": 0.5,
+        "c": 0.0,
+    }

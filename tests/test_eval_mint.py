@@ -3,8 +3,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation import mint, mint_tokens
-from evaluation.lcs import lcs_length, lcs_length_dp
-from evaluation.mint import mean_mint, mint_batch, ngram_match_counts, smooth_counts, _ids
+from evaluation.lcs import lcs_length, lcs_length_dp, token_ids
+from evaluation.mint import mean_mint, mint_batch, ngram_match_counts, smooth_counts
 
 SOURCE = "The Supreme Court Thursday reserved its decision on a batch of pleas that have raised questions"
 CLOSE = "The Supreme Court Thursday reserved its verdict on a batch of pleas which have raised questions"
@@ -28,8 +28,13 @@ def test_mint_tokens_matches_authors_doctests(source, summary, expected):
 def test_mint_components_match_authors_doctest():
     s = mint_tokens(SOURCE.split(), FAR.split())
     assert (s.p1, s.p2, s.p3, s.p4, s.lcsr) == pytest.approx(
-        (0.5098039215686274, 0.24305555555555555, 0.08641975308641975, 0.030864197530864196,
-         0.5882352941176471)
+        (
+            0.5098039215686274,
+            0.24305555555555555,
+            0.08641975308641975,
+            0.030864197530864196,
+            0.5882352941176471,
+        )
     )
 
 
@@ -76,7 +81,7 @@ def test_whitespace_tokens_are_kept():
 
 
 def test_every_occurrence_counts():
-    x, y = _ids(["a", "b"], ["a", "a", "a", "b"])
+    x, y = token_ids(["a", "b"], ["a", "a", "a", "b"])
     assert ngram_match_counts(x, y, 2).tolist() == [4, 1]
 
 
@@ -98,8 +103,10 @@ def test_bit_parallel_lcs_equals_dp(a, b):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from("abcde"), min_size=1, max_size=40),
-       st.lists(st.sampled_from("abcdef"), min_size=1, max_size=30))
+@given(
+    st.lists(st.sampled_from("abcde"), min_size=1, max_size=40),
+    st.lists(st.sampled_from("abcdef"), min_size=1, max_size=30),
+)
 def test_mint_in_unit_interval(source, summary):
     s = mint_tokens(source, summary)
     for value in (s.mint, s.p1, s.p2, s.p3, s.p4, s.lcsr):

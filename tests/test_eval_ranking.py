@@ -36,7 +36,9 @@ def test_recovers_order_with_intervals():
 def test_meta_evaluation_hand():
     # source 0: truth 1 < 2 < 3; metric orders (1,2),(1,3) right and (2,3) tied → 2/3
     assert pairwise_winrate([1, 2, 2, 9], [1, 2, 3, 0], [0, 0, 0, 1]) == pytest.approx(2 / 3)
-    assert pairwise_winrate([1, 2, 2, 9], [1, 2, 3, 0], [0, 0, 0, 1], tie_credit=0.5) == pytest.approx(5 / 6)
+    assert pairwise_winrate(
+        [1, 2, 2, 9], [1, 2, 3, 0], [0, 0, 0, 1], tie_credit=0.5
+    ) == pytest.approx(5 / 6)
     assert spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
 
 
