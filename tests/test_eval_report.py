@@ -1,6 +1,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluation.report import (
     METRICS,
@@ -167,3 +169,24 @@ def test_fairsumm_gold_regression():
     corpus = {r["metric"]: r["value"] for r in report.corpus}
     assert corpus["fairsumm_bur"] == pytest.approx(0.65)
     assert corpus["fairsumm_uer"] == pytest.approx(0.0419, abs=5e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.permutations(range(5)))
+def test_fairsumm_invariant_to_document_order(order):
+    texts = [
+        ("Great shoes, great fit.", "pos"),
+        ("Bad shoes, they broke.", "neg"),
+        ("Okay shoes for the price.", "neu"),
+        ("Love the color.", "pos"),
+        ("Terrible laces.", "neg"),
+    ]
+    docs = [Document(*texts[i]) for i in order]
+    base = Example(
+        id="e", documents=[Document(*t) for t in texts], group_values=["pos", "neu", "neg"]
+    )
+    shuffled = Example(id="e", documents=docs, group_values=["pos", "neu", "neg"])
+    summary = "Great shoes and color, but the laces broke."
+    a = evaluate([Scored("e", base, summary)], ["fairsumm"]).rows[0]
+    b = evaluate([Scored("e", shuffled, summary)], ["fairsumm"]).rows[0]
+    assert a == pytest.approx(b)
