@@ -30,6 +30,22 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
     return chosen
 
 
+DEMO_SCORES = {
+    "mint": "abstractiveness (MINT, higher = less copied)",
+    "fairsumm_uer": "FairSumm UER (lower = fairer)",
+    "fairsumm_unfair": "FairSumm unfair flag (BUR term)",
+}
+
+
+def score_summary(example: Example, summary: str) -> dict[str, float]:
+    """The demo's scores of one summary (see DEMO_SCORES)."""
+    from evaluation.report import Scored, evaluate
+
+    report = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"])
+    row = report.rows[0]
+    return {k: float(row[k]) for k in DEMO_SCORES}
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Summarize the chosen demo example(s) with the embedded model and print the result."""
     from decoding.generate import GenerateConfig, generate
@@ -45,7 +61,9 @@ def run_demo(args: argparse.Namespace) -> int:
         counts = {g: ex.labels.count(g) for g in ex.groups}
         print(f"\n== {ex.id} ({ex.attribute}; documents per group: {counts})")
         print(textwrap.fill(summary, width=88))
-        rows.append({"id": ex.id, "summary": summary})
+        scores = score_summary(ex, summary)
+        print("   " + "  ".join(f"{k}={v:.3f}" for k, v in scores.items()))
+        rows.append({"id": ex.id, "summary": summary, **scores})
     if args.out:
         write_jsonl(args.out, rows)
         print(f"\nwrote {args.out}")
