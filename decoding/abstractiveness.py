@@ -187,7 +187,7 @@ class AbstractivenessProcessor(_ProcessorBase):
             raise ValueError("`source_ids` must hold one sequence per example, got none")
         self.reward = bool(reward)
         self.prompt_length = prompt_length
-        self.reduce = "amax" if reward_longest else "amin"
+        self.reduce = "amin" if reward and not reward_longest else "amax"  # over P, see _reduced
         special = {int(t) for t in special_ids}
         valid = [[t if t >= 0 and t not in special else -1 for t in s] for s in sources]
         uniques = [sorted({t for t in s if t >= 0}) for s in valid]
@@ -204,11 +204,15 @@ class AbstractivenessProcessor(_ProcessorBase):
                 inv[b, : len(s)] = torch.tensor([index.get(t, width) for t in s])
             if u:
                 uniq[b, : len(u)] = torch.tensor(u)
-        self._host = (src, inv, uniq)
         # (coefficient of 2l − 1): −ln2/h² for the penalty, +ln2/h² for the reward
         self.coef = (1.0 if self.reward else -1.0) * math.log(2.0) / self.h**2
-        self._device_tensors: dict[Any, tuple[Any, Any, Any]] = {}
-        self._rows: dict[tuple[Any, int], tuple[Any, Any, Any, Any]] = {}
+        # per unique-token column: coef where a token sits, 0 in padding and the dump column
+        offset = torch.zeros((len(valid), width + 1), dtype=torch.float32)
+        for b, u in enumerate(uniques):
+            offset[b, : len(u)] = self.coef
+        self._host = (src, inv, uniq, offset)
+        self._device_tensors: dict[Any, tuple[Any, ...]] = {}
+        self._rows: dict[tuple[Any, int], tuple[Any, ...]] = {}
         self._state: tuple[int, int, Any, Any, Any] | None = None  # rows, generated, device, ids, M
 
     @property
@@ -220,17 +224,24 @@ class AbstractivenessProcessor(_ProcessorBase):
         """Forget the incremental state (the next call recomputes from ``input_ids``)."""
         self._state = None
 
-    def _row_tensors(self, device: Any, rows: int) -> tuple[Any, Any, Any, Any]:
-        """Per-row source ids, unique-index map, unique ids and example index, cached."""
+    def _row_tensors(self, device: Any, rows: int) -> tuple[Any, ...]:
+        """Per-row source ids, unique-index map, unique ids, example index, offsets; cached."""
         import torch
 
         key = (device, rows)
         if key not in self._rows:
+            if rows % self.num_sources:
+                raise ValueError(
+                    f"`input_ids` has {rows} rows, not a multiple of the {self.num_sources} "
+                    "sources given; pass one source per example (rows = examples × beams)"
+                )
             if device not in self._device_tensors:
                 self._device_tensors[device] = tuple(t.to(device) for t in self._host)
-            src, inv, uniq = self._device_tensors[device]
+            src, inv, uniq, offset = self._device_tensors[device]
             example = torch.arange(rows, device=device) // (rows // self.num_sources)
-            self._rows[key] = (src[example], inv[example], uniq[example], example)
+            self._rows[key] = (
+                src[example], inv[example], uniq[example], example, offset[example]
+            )
         return self._rows[key]
 
     @staticmethod
@@ -257,29 +268,47 @@ class AbstractivenessProcessor(_ProcessorBase):
         """M: (rows × source length) match lengths of each row's generated suffix, long."""
         import torch
 
+        previous = self._previous_lengths(input_ids)  # P[:, j] = M[:, j - 1]
+        return torch.cat([previous[:, 1:], self._last_column], dim=1).long()
+
+    def _previous_lengths(self, input_ids: Any) -> Any:
+        """P (rows × source length, float32): P[:, j] = M[:, j − 1], P[:, 0] = 0.
+
+        P[:, j] + 1 is the fragment length a candidate equal to x_j would reach.
+        """
+        import torch
+
         rows, total = input_ids.shape
         device = input_ids.device
-        src, _, _, example = self._row_tensors(device, rows)
+        src, _, _, example, _ = self._row_tensors(device, rows)
         generated = input_ids[:, self.prompt_length :]
         steps = max(0, total - self.prompt_length)
         state = self._state
-        if state is not None and state[:3] == (rows, steps - 1, device) and steps >= 1:
-            _, _, _, prev_ids, prev_m = state
-            same = (generated[:, None, :-1] == prev_ids[None, :, :]).all(dim=-1)
-            same &= example[:, None] == example[None, :]
-            parent = same.to(torch.uint8).argmax(dim=1)
-            shifted = torch.nn.functional.pad(prev_m[parent, :-1], (1, 0))
-            m = torch.where(src == generated[:, -1:], shifted + 1, torch.zeros_like(shifted))
+        if state is not None and steps >= 1 and state[:3] == (rows, steps - 1, device):
+            # parent of each row: the cached row of its example whose tokens it extends
+            _, _, _, prev_ids, prev_p = state
+            beams = rows // self.num_sources
+            diff = (
+                generated.view(self.num_sources, beams, 1, steps)[..., :-1]
+                - prev_ids.view(self.num_sources, 1, beams, steps - 1)
+            )
+            same = diff.abs_().sum(dim=-1) == 0  # token ids are small: no overflow
+            parent = same.to(torch.uint8).argmax(dim=-1).view(rows) + example * beams
+            m_last = (prev_p[parent] + 1) * (src == generated[:, -1:])
+            self._last_column = m_last[:, -1:]
         else:
-            m = self._recompute(generated, src)
-        self._state = (rows, steps, device, generated, m)
-        return m
+            m_full = self._recompute(generated, src).to(torch.float32)
+            self._last_column = m_full[:, -1:]
+            m_last = m_full
+        shifted = torch.nn.functional.pad(m_last[:, :-1], (1, 0))
+        self._state = (rows, steps, device, generated.clone(), shifted)
+        return shifted
 
     def increments(self, input_ids: Any, vocab_size: int) -> Any:
         """The (rows × vocab) float32 tensor of values this processor adds to the scores."""
         import torch
 
-        _, inv, uniq, _ = self._row_tensors(input_ids.device, input_ids.shape[0])
+        uniq = self._row_tensors(input_ids.device, input_ids.shape[0])[2]
         added = self._reduced(input_ids)
         out = torch.zeros((input_ids.shape[0], vocab_size), dtype=torch.float32, device=input_ids.device)
         return out.scatter_add_(1, uniq, added)
@@ -289,18 +318,14 @@ class AbstractivenessProcessor(_ProcessorBase):
         import torch
 
         rows = input_ids.shape[0]
-        if rows % self.num_sources:
-            raise ValueError(
-                f"`input_ids` has {rows} rows, not a multiple of the {self.num_sources} sources "
-                "given; pass one source per example (rows = examples × beams)"
-            )
-        _, inv, uniq, _ = self._row_tensors(input_ids.device, rows)
-        m = self.match_lengths(input_ids)
-        extended = torch.nn.functional.pad(m[:, :-1], (1, 0)) + 1  # length if x_j comes next
-        values = (2 * extended - 1).to(torch.float32) * self.coef
-        reduced = torch.zeros((rows, uniq.shape[1] + 1), dtype=torch.float32, device=m.device)
-        reduced = reduced.scatter_reduce(1, inv, values, self.reduce, include_self=False)
-        return reduced[:, :-1]
+        _, inv, uniq, _, offset = self._row_tensors(input_ids.device, rows)
+        previous = self._previous_lengths(input_ids)
+        # Δ for length l = P + 1 is coef · (2l − 1) = coef · (2P + 1), monotone in P: the
+        # longest alignment (penalty, reward_longest) is the largest P, the shortest the smallest
+        reduced = torch.zeros((rows, uniq.shape[1] + 1), dtype=torch.float32, device=previous.device)
+        reduced.scatter_reduce_(1, inv, previous, self.reduce, include_self=False)
+        # coef · (2P + 1) in token columns, 0 in padding columns (which point at token 0)
+        return torch.addcmul(offset, reduced, offset, value=2.0)[:, :-1]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         """Return ``scores`` plus the abstractiveness increments (a new tensor)."""
@@ -309,6 +334,6 @@ class AbstractivenessProcessor(_ProcessorBase):
                 f"`source_ids` hold token id {self.max_id}, outside the model's vocabulary of "
                 f"{scores.shape[1]}; tokenize the source with the model's tokenizer"
             )
-        _, _, uniq, _ = self._row_tensors(scores.device, scores.shape[0])
+        uniq = self._row_tensors(scores.device, scores.shape[0])[2]
         added = self._reduced(input_ids.to(scores.device))
         return scores.scatter_add(1, uniq, added.to(scores.dtype))
