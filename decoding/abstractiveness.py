@@ -46,10 +46,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-try:  # keep `import decoding.abstractiveness` usable for the pure reference without torch
-    from transformers import LogitsProcessor as _ProcessorBase
-except ImportError:  # pragma: no cover - transformers is a dependency
-    _ProcessorBase = object
+from transformers import LogitsProcessor
 
 
 def _check_h(h: Any) -> float:
@@ -119,7 +116,7 @@ def fragment_penalties(
     return out
 
 
-class AbstractivenessProcessor(_ProcessorBase):
+class AbstractivenessProcessor(LogitsProcessor):
     r"""Adds the nonlinear abstractiveness penalty (or extraction reward) to next-token scores.
 
     For each row and candidate token v: ``scores[r, v] + Δ`` where Δ is
@@ -128,18 +125,24 @@ class AbstractivenessProcessor(_ProcessorBase):
     shortest alignment by default).
 
     State: the (rows × source length) array M of match lengths ending at each
-    source position is a function of each row's generated tokens only. It is
-    updated *incrementally* when a call continues the previous one (same rows,
-    one more generated token): each row's parent is the cached row of the same
-    example whose generated tokens equal this row's minus the last one (found by
-    comparing them on the device, so beam reordering is handled without
-    ``beam_idx`` and without host syncs); transformers' greedy, sampling and beam
-    search always call it that way. Otherwise (first call, other shapes) M is
-    *recomputed* from ``input_ids`` in one vectorized pass: the number of
-    leading matches along each diagonal of the (rows × generated × source)
-    equality tensor. ``__call__`` has no Python loop over rows, steps or source
-    positions and no host sync; it returns new scores and leaves its inputs
-    unchanged.
+    source position is a function of each row's generated tokens only (kept
+    shifted by one position, P[:, j] = M[:, j−1], since P + 1 is the length a
+    candidate equal to x_j would reach). It is updated *incrementally*, O(rows ×
+    source) per step, when a call continues the previous one (same rows, one
+    more generated token): each row's parent is the cached row of the same
+    example whose generated tokens equal this row's minus the last one, found
+    by comparing them on the device (O(batch × beams² × steps)), so beam
+    regrouping is handled without ``beam_idx`` and without host syncs;
+    transformers' greedy, sampling and beam search always call it that way.
+    Otherwise (first call, other shapes, after ``reset()``) M is *recomputed*
+    from ``input_ids`` in one vectorized pass: the number of leading matches
+    along each diagonal of the (rows × generated × source) equality tensor.
+    A call whose rows have the expected shape but do not extend the previous
+    call's rows (not something ``generate`` does) must be preceded by
+    ``reset()``. Per step: a max (or min) of P per distinct source token
+    (``scatter_reduce``), the increments coef·(2P + 1), and one ``scatter_add``
+    into a copy of the scores. No Python loop over rows, steps or source
+    positions, no host sync; inputs are left unchanged.
 
     Args:
         source_ids: one sequence of source token ids per example (list, tensor);

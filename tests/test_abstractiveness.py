@@ -147,13 +147,14 @@ tokens = st.lists(st.integers(0, 4), min_size=1, max_size=14)
     hyps=st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=10), min_size=3, max_size=3),
     h=st.floats(0.5, 4.0),
     reward=st.booleans(),
+    special=st.sampled_from([(), (4,)]),
     order=st.randoms(use_true_random=False),
 )
-def test_incremental_and_recomputed_match_reference(sources, hyps, h, reward, order):
+def test_incremental_and_recomputed_match_reference(sources, hyps, h, reward, special, order):
     """Beams regrouped every step (rows permuted, duplicated) still get the reference values."""
     vocab, beams, steps = 7, 3, 10
     rows = len(sources) * beams
-    proc = AbstractivenessProcessor(sources, h, reward=reward, prompt_length=1)
+    proc = AbstractivenessProcessor(sources, h, reward, prompt_length=1, special_ids=special)
     current: list[list[int]] = [[] for _ in range(rows)]
     for t in range(steps + 1):
         if t > 0:  # each row extends a random row of its example by a token from `hyps`
@@ -161,11 +162,11 @@ def test_incremental_and_recomputed_match_reference(sources, hyps, h, reward, or
             current = [current[p] + [(hyps[r % 3] + [r % 6] * steps)[t - 1]] for r, p in enumerate(parents)]
         ids = torch.tensor([[6] + c for c in current], dtype=torch.long)
         out = proc(ids, torch.zeros(rows, vocab))
-        fresh = AbstractivenessProcessor(sources, h, reward=reward, prompt_length=1)(
+        fresh = AbstractivenessProcessor(sources, h, reward, prompt_length=1, special_ids=special)(
             ids, torch.zeros(rows, vocab)
         )
         for r in range(rows):
-            want = reference_row(sources[r // beams], current[r], h, reward, vocab)
+            want = reference_row(sources[r // beams], current[r], h, reward, vocab, special)
             assert out[r].tolist() == pytest.approx(want, abs=1e-5)
             assert fresh[r].tolist() == pytest.approx(want, abs=1e-5)
 
@@ -178,7 +179,7 @@ class Checker(LogitsProcessor):
 
     def __init__(self, inner, h, reward, special):
         self.inner, self.h, self.reward, self.special = inner, h, reward, list(special)
-        self.calls, self.regrouped, self.matched = 0, False, 0
+        self.calls, self.regrouped, self.extended = 0, False, 0
         self.previous = None
 
     def __call__(self, input_ids, scores):
@@ -200,7 +201,8 @@ class Checker(LogitsProcessor):
                     continue
                 want = fragment_penalties(src, [*gen, v], self.h, self.reward, special_ids=self.special)[-1]
                 assert added[r, v].item() == pytest.approx(want, abs=1e-4), (r, gen, v)
-                self.matched += want != 0.0
+                longest = fragment_penalties(src, [*gen, v], self.h, special_ids=self.special)[-1]
+                self.extended += abs(longest) > math.log(2) / self.h**2 + 1e-6  # some l >= 2
         self.previous = [input_ids[r, p:].tolist() for r in range(input_ids.shape[0])]
         self.calls += 1
         return out
@@ -228,11 +230,11 @@ def tiny(request):
     return model, tok
 
 
-@pytest.mark.parametrize("num_beams", [1, 3])
+@pytest.mark.parametrize("mode", ["greedy", "sample", "beam3"])
 @pytest.mark.parametrize("reward", [False, True])
-def test_generate_increments_match_reference(tiny, num_beams, reward):
+def test_generate_increments_match_reference(tiny, mode, reward):
     model, tok = tiny
-    h = 1.5
+    h = 0.3 if reward else 1.0  # a reward of 7.7 per source token makes even sampling copy
     checkers = []
 
     def build(batch):
@@ -240,10 +242,14 @@ def test_generate_increments_match_reference(tiny, num_beams, reward):
         checkers.extend(Checker(p, h, reward, tok.all_special_ids) for p in procs)
         return checkers[-len(procs) :]
 
-    config = GenerateConfig(max_new_tokens=6, num_beams=num_beams, batch_size=2)
+    num_beams = 3 if mode == "beam3" else 1
+    config = GenerateConfig(
+        max_new_tokens=6, num_beams=num_beams, do_sample=mode == "sample", batch_size=2
+    )
     generate(model, tok, EXAMPLES, config, processor_builders=[build], progress=False)
     assert len(checkers) == 1 and checkers[0].calls >= 6
-    assert checkers[0].matched > 0  # some candidates did extend source fragments
+    if reward:  # the reward makes the model copy source tokens: candidates extend fragments
+        assert checkers[0].extended > 0
     if num_beams > 1:
         assert checkers[0].regrouped  # beams were reordered at least once
 
