@@ -117,17 +117,25 @@ def _score_mint(example: Example, summary: str) -> Row:
 
     source, tokens = _summary_tokens(example, summary)
     s = mint_tokens(source, tokens)
-    return {"mint": s.mint, "mint_p1": s.p1, "mint_p2": s.p2, "mint_p3": s.p3, "mint_p4": s.p4,
-            "mint_lcsr": s.lcsr}
+    return {
+        "mint": s.mint,
+        "mint_p1": s.p1,
+        "mint_p2": s.p2,
+        "mint_p3": s.p3,
+        "mint_p4": s.p4,
+        "mint_lcsr": s.lcsr,
+    }
 
 
 MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
-register(Metric(
-    "mint",
-    "MINT abstractiveness (Dreyer et al. 2023) and its components, corpus mean",
-    _score_mint,
-    lambda rows: _mean_columns(rows, MINT_COLUMNS),
-))
+register(
+    Metric(
+        "mint",
+        "MINT abstractiveness (Dreyer et al. 2023) and its components, corpus mean",
+        _score_mint,
+        lambda rows: _mean_columns(rows, MINT_COLUMNS),
+    )
+)
 
 
 def _score_fragments(example: Example, summary: str) -> Row:
@@ -135,23 +143,40 @@ def _score_fragments(example: Example, summary: str) -> Row:
 
     source, tokens = _summary_tokens(example, summary)
     f = fragment_scores_tokens(source, tokens)
-    return {"frag_coverage": f.coverage, "frag_density": f.density,
-            "frag_compression": f.compression, "novel_1": f.novel_1, "novel_2": f.novel_2,
-            "novel_3": f.novel_3, "novel_4": f.novel_4}
+    return {
+        "frag_coverage": f.coverage,
+        "frag_density": f.density,
+        "frag_compression": f.compression,
+        "novel_1": f.novel_1,
+        "novel_2": f.novel_2,
+        "novel_3": f.novel_3,
+        "novel_4": f.novel_4,
+    }
 
 
-FRAGMENT_COLUMNS = ("frag_coverage", "frag_density", "frag_compression",
-                    "novel_1", "novel_2", "novel_3", "novel_4")
-register(Metric(
-    "fragments",
-    "extractive fragment coverage/density/compression (Grusky et al. 2018), novel n-grams",
-    _score_fragments,
-    lambda rows: _mean_columns(rows, FRAGMENT_COLUMNS),
-))
+FRAGMENT_COLUMNS = (
+    "frag_coverage",
+    "frag_density",
+    "frag_compression",
+    "novel_1",
+    "novel_2",
+    "novel_3",
+    "novel_4",
+)
+register(
+    Metric(
+        "fragments",
+        "extractive fragment coverage/density/compression (Grusky et al. 2018), novel n-grams",
+        _score_fragments,
+        lambda rows: _mean_columns(rows, FRAGMENT_COLUMNS),
+    )
+)
 
 
 @lru_cache(maxsize=64)
-def _group_profile(groups: tuple[tuple[str, str], ...]) -> tuple[dict[str, int], dict[str, frozenset]]:
+def _group_profile(
+    groups: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, int], dict[str, frozenset]]:
     from evaluation.text import fairsumm_tokens
 
     tokens = {g: fairsumm_tokens(text) if text else [] for g, text in groups}
@@ -203,12 +228,14 @@ def _aggregate_fairsumm(rows: list[Row]) -> dict[str, float]:
     }
 
 
-register(Metric(
-    "fairsumm",
-    "FairSumm BUR/UER/SOF/AUC with the N-gram matching target (Zhang et al. 2024)",
-    _score_fairsumm,
-    _aggregate_fairsumm,
-))
+register(
+    Metric(
+        "fairsumm",
+        "FairSumm BUR/UER/SOF/AUC with the N-gram matching target (Zhang et al. 2024)",
+        _score_fairsumm,
+        _aggregate_fairsumm,
+    )
+)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -231,7 +258,9 @@ class EvaluationReport:
     corpus: list[Row] = field(default_factory=list)
 
 
-def evaluate(items: Sequence[Scored], metrics: str | Iterable[str], progress: bool = False) -> EvaluationReport:
+def evaluate(
+    items: Sequence[Scored], metrics: str | Iterable[str], progress: bool = False
+) -> EvaluationReport:
     """Score every item with every metric; aggregate each metric over the corpus.
 
     Raises DataError (naming the example) for inputs a metric cannot score.

@@ -22,7 +22,9 @@ HELP = "score summaries (MINT, fragments, FairSumm, ...) and write per-example a
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="examples file (any format load_examples reads)")
+    parser.add_argument(
+        "--data", required=True, help="examples file (any format load_examples reads)"
+    )
     parser.add_argument(
         "--summaries",
         required=True,
