@@ -34,6 +34,20 @@ class GenerateConfig:
         default=None,
         metadata={"help": "Prompting baseline: 'definition' (FairSumm) or 'labels' (Equal Coverage)."},
     )
+    abstractiveness: float | None = field(
+        default=None,
+        metadata={
+            "help": "Abstractiveness constraint h (Dreyer et al. 2023): discount extractive "
+            "fragments of length l by 2^(-l^2/h^2); smaller h = more abstractive."
+        },
+    )
+    extractiveness: float | None = field(
+        default=None,
+        metadata={
+            "help": "Extraction reward h: the inverse 2^(+l^2/h^2) of --abstractiveness; "
+            "smaller h = more extractive."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -49,6 +63,25 @@ class GenerateConfig:
             )
         if not self.do_sample and (self.top_p is not None or self.top_k is not None):
             raise ValueError("`top_p`/`top_k` only apply with `do_sample=True`; set it or drop them")
+        for name in ("abstractiveness", "extractiveness"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value > 0):
+                raise ValueError(f"`{name}` must be a positive float (h) or None, got {value!r}")
+        if self.abstractiveness is not None and self.extractiveness is not None:
+            raise ValueError(
+                "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
+                "directions; set only one of them"
+            )
+
+    def processor_builders(self) -> list[ProcessorBuilder]:
+        """Builders implied by the config itself (abstractiveness penalty or extraction reward)."""
+        from decoding.source_tokens import abstractiveness_builder
+
+        if self.abstractiveness is not None:
+            return [abstractiveness_builder(self.abstractiveness, reward=False)]
+        if self.extractiveness is not None:
+            return [abstractiveness_builder(self.extractiveness, reward=True)]
+        return []
 
     def hf_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``model.generate``."""
@@ -143,7 +176,8 @@ def generate(
         examples: the inputs.
         config: decoding settings (default ``GenerateConfig()``).
         processor_builders: callables turning each ``PromptBatch`` into extra logits
-            processors (abstractiveness constraints, group-coverage bonus...).
+            processors (group-coverage bonus...); those implied by ``config``
+            (``abstractiveness``/``extractiveness``) are added after them.
         progress: show a progress bar over examples.
         on_batch: called with each finished batch's examples and summaries (for
             incremental writing).
@@ -160,6 +194,7 @@ def generate(
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     device = next(model.parameters()).device
+    builders = [*processor_builders, *config.processor_builders()]
     outputs: list[str] = []
     bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
     for start, batch in _batches(examples, config.batch_size):
@@ -168,7 +203,7 @@ def generate(
             batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config
         )
         processors = LogitsProcessorList(
-            [p for build in processor_builders for p in build(prompt_batch)]
+            [p for build in builders for p in build(prompt_batch)]
         )
         torch.manual_seed(config.seed + start)
         with torch.no_grad():
