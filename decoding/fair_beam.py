@@ -78,12 +78,15 @@ class FairBeamSettings:
             raise ValueError(f"`pool` must be a positive int, got {self.pool!r}")
 
 
-def _keep_alive_order(hits: Any, shares: Any, target: Any, present: Any, tau: float, k: int) -> Any:
+def _keep_alive_order(
+    hits: Any, shares: Any, target: Any, present: Any, tau: float, k: int, alive: Any = None
+) -> Any:
     """Indices (B, k) of the running beams among a pool already sorted by rank.
 
     Tiers, each in rank order: the best unfinished candidate, then the best
     candidate representing each group the best one under-represents, then the
-    other unfinished candidates, then finished ones.
+    other unfinished candidates, then finished ones. ``alive`` (B, P) marks candidates
+    that may be reserved (default: all; the search excludes those of dead beams).
     """
     import torch
 
@@ -93,6 +96,8 @@ def _keep_alive_order(hits: Any, shares: Any, target: Any, present: Any, tau: fl
     best_shares = shares.gather(1, best[:, None, None].expand(-1, 1, shares.shape[-1]))[:, 0]
     needy = present[:, 0] & (best_shares < threshold[:, 0])  # (B, G)
     serves = (shares >= threshold) & unfinished[..., None]  # (B, P, G)
+    if alive is not None:
+        serves = serves & alive[..., None]
     champion = serves.to(torch.int8).argmax(dim=1)  # (B, G): first serving candidate
     reserve = needy & serves.any(dim=1)
     reserved = torch.zeros(hits.shape, device=hits.device).scatter_add(
@@ -236,7 +241,9 @@ def fair_beam_search(
         # 3. running beams
         running_pool_lp = pool_lp + hits.to(torch.float32) * -1.0e9
         if beta > 0 and fair_beam.keep_alive:
-            keep = _keep_alive_order(hits, partial, target, present, fair_beam.tau, num_beams)
+            keep = _keep_alive_order(
+                hits, partial, target, present, fair_beam.tau, num_beams, alive=pool_lp > -1e8
+            )
         else:
             keep = torch.topk(rank + hits.to(torch.float32) * -1.0e9, k=num_beams)[1]
         running_sequences = model._gather_beams(pool_seqs, keep)
