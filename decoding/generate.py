@@ -210,7 +210,9 @@ def generate(
 
     from decoding.fair_decoding import check_examples, fairness_hooks
 
-    config = dataclasses.replace(config, **overrides) if config else GenerateConfig(**overrides)
+    config = config or GenerateConfig()
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)
