@@ -30,7 +30,7 @@ def main() -> None:
     from decoding.models import load_generator, tiny_model
     from evaluation.schema import Document, Example
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # shared CPU: more threads spin-wait
     model, tok = tiny_model() if args.model == "tiny" else load_generator(device="cpu")
     examples = [
         Example("a", [Document("Great battery, lovely screen, fast delivery.", "pos"),

@@ -26,11 +26,11 @@ from typing import Any
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "plain": {},
-    "prompt-definition": {"fair_prompt": "definition"},
-    "prompt-labels": {"fair_prompt": "labels"},
-    "alpha1": {"fairness": "ratio", "fairness_strength": 1.0},
-    "beta1": {"fairness": "ratio", "fair_beam": 1.0},
     "alpha1-beta1": {"fairness": "ratio", "fairness_strength": 1.0, "fair_beam": 1.0},
+    "beta1": {"fairness": "ratio", "fair_beam": 1.0},
+    "alpha1": {"fairness": "ratio", "fairness_strength": 1.0},
+    "prompt-labels": {"fair_prompt": "labels"},
+    "prompt-definition": {"fair_prompt": "definition"},
 }
 DATA = {"amazon": "amazon_gold.json", "yelp": "yelp_gold.json"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -151,6 +151,7 @@ def main() -> None:
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads.")
     args = parser.parse_args()
 
     import torch
@@ -158,7 +159,8 @@ def main() -> None:
     from decoding.models import load_generator
     from evaluation.loaders import load_examples
 
-    torch.set_num_threads(2)
+    # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
+    torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model, tok = load_generator(device="cpu")
