@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["generate"]
+COMMANDS = ["demo", "generate", "evaluate"]
 
 
 def build_parser() -> argparse.ArgumentParser:
