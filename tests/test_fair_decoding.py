@@ -11,7 +11,6 @@ from decoding.fair_beam import FairBeamSettings, _keep_alive_order, fair_beam_se
 from decoding.generate import GenerateConfig, generate
 from decoding.group_coverage import GroupCoverageProcessor
 from decoding.group_vocab import GroupTables, build_group_vocab, parse_fairness
-from decoding.models import tiny_model
 from decoding.prompting import build_prompt
 from evaluation.schema import DataError, Document, Example
 
@@ -26,14 +25,14 @@ EXAMPLE = Example(
 OTHER = Example("e2", [Document("lovely screen", "pos"), Document("slow screen", "neg")])
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return tiny_model(seed=0)
+@pytest.fixture
+def tiny(tiny_causal):
+    return tiny_causal
 
 
-@pytest.fixture(scope="module")
-def tok(tiny):
-    return tiny[1]
+@pytest.fixture
+def tok(tokenizer):
+    return tokenizer
 
 
 def ids(tok, *pieces):
