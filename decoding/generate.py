@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,25 @@ class GenerateConfig:
             "smaller h = more extractive."
         },
     )
+    fairness: str | dict[str, float] | None = field(
+        default=None,
+        metadata={
+            "help": "Group-fairness target for fair decoding: 'ratio' (source distribution), "
+            "'equal', or a JSON object of shares per group such as '{\"pos\": 0.5, \"neg\": 0.5}'."
+        },
+    )
+    fairness_strength: float = field(
+        default=0.0,
+        metadata={"help": "α: bonus (nats) on tokens of under-represented groups (0 = off)."},
+    )
+    fair_beam: float = field(
+        default=0.0,
+        metadata={"help": "β: weight of -UER in fairness-aware beam search (0 = plain beam search)."},
+    )
+    fairness_tau: float = field(
+        default=0.8,
+        metadata={"help": "τ: a group is under-represented below τ × its target share."},
+    )
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -72,6 +92,7 @@ class GenerateConfig:
                 "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
                 "directions; set only one of them"
             )
+        self._check_fairness()
 
     def processor_builders(self) -> list[ProcessorBuilder]:
         """Builders implied by the config itself (abstractiveness penalty or extraction reward)."""
@@ -82,6 +103,34 @@ class GenerateConfig:
         if self.extractiveness is not None:
             return [abstractiveness_builder(self.extractiveness, reward=True)]
         return []
+
+    def _check_fairness(self) -> None:
+        from decoding.group_vocab import parse_fairness
+
+        self.fairness = parse_fairness(self.fairness)
+        for name in ("fairness_strength", "fair_beam"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
+        if not 0 <= self.fairness_tau <= 1:
+            raise ValueError(f"`fairness_tau` must be a float in [0, 1], got {self.fairness_tau!r}")
+        if self.fairness is None and (self.fairness_strength > 0 or self.fair_beam > 0):
+            raise ValueError(
+                "`fairness_strength`/`fair_beam` need a target: set `fairness` to 'ratio', "
+                "'equal' or shares per group"
+            )
+        if self.fairness is not None and self.fairness_strength == 0 and self.fair_beam == 0:
+            import warnings
+
+            warnings.warn(
+                "`fairness` has no effect unless `fairness_strength` (α) or `fair_beam` (β) is "
+                "positive", stacklevel=3,
+            )
+        if self.fair_beam > 0 and (self.num_beams < 2 or self.do_sample):
+            raise ValueError(
+                "`fair_beam` is a beam search: set `num_beams` >= 2 and `do_sample=False`, "
+                "or use `fairness_strength` alone"
+            )
 
     def hf_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``model.generate``."""
@@ -167,6 +216,7 @@ def generate(
     processor_builders: Sequence[ProcessorBuilder] = (),
     progress: bool = True,
     on_batch: Callable[[list[Example], list[str]], None] | None = None,
+    **overrides: Any,
 ) -> list[str]:
     """Write one summary per example.
 
@@ -181,6 +231,8 @@ def generate(
         progress: show a progress bar over examples.
         on_batch: called with each finished batch's examples and summaries (for
             incremental writing).
+        **overrides: GenerateConfig fields replacing those of ``config``, e.g.
+            ``fairness="ratio", fairness_strength=1.0, fair_beam=0.5``.
 
     Returns:
         The summaries, in example order. The same inputs, config and seed give the
@@ -190,9 +242,14 @@ def generate(
     from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
 
+    from decoding.fair_decoding import check_examples, fairness_hooks
+
     config = config or GenerateConfig()
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
+    check_examples(examples, config)
     device = next(model.parameters()).device
     builders = [*processor_builders, *config.processor_builders()]
     outputs: list[str] = []
@@ -202,8 +259,9 @@ def generate(
         prompt_batch = PromptBatch(
             batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config
         )
+        fair = fairness_hooks(prompt_batch)  # group-coverage processor, fair beam search
         processors = LogitsProcessorList(
-            [p for build in builders for p in build(prompt_batch)]
+            [p for build in builders for p in build(prompt_batch)] + fair.processors
         )
         torch.manual_seed(config.seed + start)
         with torch.no_grad():
@@ -213,6 +271,7 @@ def generate(
                 logits_processor=processors,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
+                **fair.generate_kwargs,
             )
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
         texts = [t.strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]

@@ -21,10 +21,13 @@ DEFAULT_SYSTEM = (
     "and nothing else."
 )
 
-#: FairSumm's "+ Definition" baseline: the fairness definition appended to the instruction.
+#: FairSumm's "+ Definition" baseline (Zhang et al. 2024, Sec. 6): the paper's fairness
+#: definition — a summary must not under-represent the perspective of any value of the
+#: attribute — appended to the instruction. ``{attribute}`` is filled per example.
 FAIRNESS_DEFINITION = (
-    "A fair summary represents every group of the texts in proportion to how much of the "
-    "texts it wrote: no group is left out or under-represented."
+    "The summary must be fair: it must not under-represent the opinions of any {attribute} "
+    "value: the opinions of each value should take about the same share of the summary as "
+    "of the texts."
 )
 
 FAIR_PROMPTS = ("definition", "labels")
@@ -46,6 +49,29 @@ def format_documents(example: Example, show_groups: bool = False) -> str:
     return "\n\n".join(parts)
 
 
+def labels_instruction(example: Example) -> str:
+    """The Equal Coverage paper's fair prompt, in our words: labels shown, shares stated.
+
+    Li et al. (2024) list each document with its attribute value in brackets, state
+    what percentage of the documents has each value, ask that the same percentage
+    of the summary's information come from each value, and forbid naming the values.
+    """
+    attribute = example.attribute or "group"
+    labels = [d.group for d in example.documents if d.group is not None]
+    groups = [g for g in example.groups if g in labels]
+    if not labels:
+        return (
+            f"Write a fair summary that covers the opinions of every {attribute} value "
+            "in the texts."
+        )
+    shares = ", ".join(f"{round(100 * labels.count(g) / len(labels))}% {g}" for g in groups)
+    return (
+        f"Each text starts with its {attribute} in brackets ({shares}). Write a fair summary: "
+        f"take about that share of its information from the texts of each {attribute}, "
+        f"and do not mention the {attribute} labels or the percentages."
+    )
+
+
 def build_prompt(
     example: Example, instruction: str | None = None, fair_prompt: str | None = None
 ) -> str:
@@ -56,22 +82,20 @@ def build_prompt(
             and its ``instruction`` over the default one.
         instruction: override the instruction (default: example's, else DEFAULT_INSTRUCTION).
         fair_prompt: ``None``; ``"definition"`` appends FairSumm's fairness definition;
-            ``"labels"`` shows each document's group label and asks for a summary
-            fair to every labelled group (the Equal Coverage paper's fair prompt).
+            ``"labels"`` shows each document's group label and the share of documents
+            of each group, and asks that each group's information take that share
+            (the Equal Coverage paper's fair prompt).
     """
     if fair_prompt is not None and fair_prompt not in FAIR_PROMPTS:
         raise ValueError(f"`fair_prompt` must be one of {FAIR_PROMPTS} or None, got {fair_prompt!r}")
     if example.prompt and fair_prompt is None and instruction is None:
         return example.prompt
     text = instruction or example.instruction or DEFAULT_INSTRUCTION
+    attribute = example.attribute or "group"
     if fair_prompt == "definition":
-        text = f"{text} {FAIRNESS_DEFINITION}"
+        text = f"{text} {FAIRNESS_DEFINITION.format(attribute=attribute)}"
     elif fair_prompt == "labels":
-        attribute = example.attribute or "group"
-        text = (
-            f"{text} Each text is labelled with its {attribute}. Write a fair summary: it must "
-            f"cover the opinions of every {attribute} value, not only the most frequent one."
-        )
+        text = f"{text} {labels_instruction(example)}"
     docs = format_documents(example, show_groups=fair_prompt == "labels")
     return f"{docs}\n\n{text}"
 

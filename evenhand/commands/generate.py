@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Start afresh instead of skipping examples already in --out.",
     )
     add_dataclass_arguments(parser, GenerateConfig)
+    # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
+    parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")
+    parser.add_argument(
+        "--fair-strength", dest="fairness_strength", type=float, default=None,
+        help="Same as --fairness-strength (α).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,60 @@
+"""Hook fairness-aware decoding into ``generate``: per batch, the group tables, the
+group-coverage processor (α) and the fairness-aware beam search (β).
+
+See ``docs/fair_decoding.md`` for the objective and the knobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.schema import Example
+
+
+@dataclass
+class FairnessHooks:
+    """What one batch adds to ``model.generate``: logits processors and keyword arguments."""
+
+    processors: list[Any] = field(default_factory=list)
+    generate_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def fairness_active(config: Any) -> bool:
+    """Whether ``config`` (a GenerateConfig) asks for fairness-aware decoding."""
+    return config.fairness is not None and (config.fairness_strength > 0 or config.fair_beam > 0)
+
+
+def check_examples(examples: Sequence[Example], config: Any) -> None:
+    """Raise DataError before any decoding if fairness is on and an example lacks groups."""
+    if fairness_active(config):
+        for i, ex in enumerate(examples):
+            ex.require_groups(f"examples[{i}]")
+
+
+def fairness_hooks(batch: Any) -> FairnessHooks:
+    """The processors and ``generate`` kwargs for one ``PromptBatch`` (empty when fairness is off)."""
+    from decoding.fair_beam import FairBeamSettings, fair_beam_search
+    from decoding.group_coverage import GroupCoverageProcessor
+    from decoding.group_vocab import GroupTables, build_group_vocab
+
+    config = batch.config
+    if not fairness_active(config):
+        return FairnessHooks()
+    model = batch.model
+    vocabs = [build_group_vocab(ex, batch.tokenizer) for ex in batch.examples]
+    vocab_size = int(model.get_output_embeddings().weight.shape[0])
+    tables = GroupTables.build(vocabs, vocab_size, config.fairness, device=batch.input_ids.device)
+    hooks = FairnessHooks()
+    if config.fairness_strength > 0:
+        start = 1 if model.config.is_encoder_decoder else batch.prompt_length
+        hooks.processors.append(
+            GroupCoverageProcessor(tables, config.fairness_strength, config.fairness_tau, start)
+        )
+    if config.fair_beam > 0:
+        hooks.generate_kwargs.update(
+            custom_generate=fair_beam_search,
+            fair_beam=FairBeamSettings(tables, config.fair_beam, config.fairness_tau),
+        )
+    return hooks

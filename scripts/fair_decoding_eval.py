@@ -1,0 +1,184 @@
+"""Fair decoding vs. plain beam search and the prompting baselines on FairSumm's gold sets.
+
+For each data set (amazon, yelp: the first ``--n`` examples with at least two
+groups) and each setting, writes the summaries to ``OUT/<data>_<setting>.jsonl``
+as they come (a finished file is reused on a rerun), then scores them:
+
+* FairSumm BUR and UER (τ = 0.8, cutoff 1, reference "ratio") with the N-gram
+  target and with an embedding target (softmax over groups of the MiniLM cosine
+  between the group's documents and the summary, T = 0.1, the paper's value);
+* Equal Coverage with p(d, s) = max(0, cos(MiniLM(d), MiniLM(s))) per document d
+  and summary sentence s (the fallback backend's formula);
+* MINT against the source, ROUGE-L F1 (stemmed, best of the references, ×100);
+* wall time per summary, and its ratio to plain beam search on the same data.
+
+Usage: nice python scripts/fair_decoding_eval.py --n 10 --out /tmp/fair_meas
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "alpha1-beta1": {"fairness": "ratio", "fairness_strength": 1.0, "fair_beam": 1.0},
+    "beta1": {"fairness": "ratio", "fair_beam": 1.0},
+    "alpha1": {"fairness": "ratio", "fairness_strength": 1.0},
+    "prompt-labels": {"fair_prompt": "labels"},
+    "prompt-definition": {"fair_prompt": "definition"},
+}
+DATA = {"amazon": "amazon_gold.json", "yelp": "yelp_gold.json"}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def eligible(examples: list[Any], n: int) -> list[Any]:
+    """The first ``n`` examples whose documents all have groups, from at least two groups."""
+    out = [ex for ex in examples if len({d.group for d in ex.documents}) >= 2]
+    return out[:n]
+
+
+def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, Any], path: Path,
+                batch_size: int, max_new_tokens: int) -> tuple[list[str], float]:
+    """Summaries and seconds per summary; reuses a finished ``path``."""
+    from decoding.generate import GenerateConfig, generate
+
+    if path.exists():
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if len(rows) == len(examples):
+            return [r["summary"] for r in rows], sum(r["seconds"] for r in rows) / len(rows)
+    config = GenerateConfig(batch_size=batch_size, max_new_tokens=max_new_tokens, **overrides)
+    tmp = path.with_suffix(".partial")
+    tmp.unlink(missing_ok=True)
+    summaries: list[str] = []
+    clock = [time.perf_counter()]
+
+    def write(batch: list[Any], texts: list[str]) -> None:
+        now = time.perf_counter()
+        per = (now - clock[0]) / len(batch)
+        clock[0] = now
+        with tmp.open("a") as f:
+            for ex, s in zip(batch, texts):
+                f.write(json.dumps({"id": ex.id, "summary": s, "seconds": per}) + "\n")
+        summaries.extend(texts)
+
+    generate(model, tok, examples, config, progress=False, on_batch=write)
+    tmp.replace(path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return summaries, sum(r["seconds"] for r in rows) / len(rows)
+
+
+class MiniLM:
+    """Unit-norm mean-pooled all-MiniLM-L6-v2 embeddings (cached per text)."""
+
+    def __init__(self) -> None:
+        from transformers import AutoModel, AutoTokenizer
+
+        from decoding.models import minilm_path
+
+        self.tok = AutoTokenizer.from_pretrained(str(minilm_path()))
+        self.model = AutoModel.from_pretrained(str(minilm_path())).eval()
+        self.cache: dict[str, Any] = {}
+
+    def __call__(self, texts: list[str]) -> Any:
+        import torch
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        for start in range(0, len(todo), 32):
+            chunk = todo[start : start + 32]
+            enc = self.tok(chunk, truncation=True, max_length=256, padding=True, return_tensors="pt")
+            with torch.no_grad():
+                hidden = self.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).float()
+            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+            self.cache.update(zip(chunk, pooled))
+        return torch.stack([self.cache[t] for t in texts])
+
+
+def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str, float]:
+    """Corpus metrics of one setting (module docstring)."""
+    import numpy as np
+    from rouge_score import rouge_scorer
+
+    from evaluation.coverage import equal_coverage
+    from evaluation.fairsumm import (
+        corpus_fairness,
+        ngram_target_counts,
+        sample_fairness,
+        similarity_target,
+        source_counts,
+    )
+    from evaluation.mint import mint
+
+    rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    ngram, emb, ecs, mints, rls = [], [], [], [], []
+    for ex, summary in zip(examples, summaries):
+        texts = ex.group_texts()
+        src = source_counts(texts)
+        ngram.append(sample_fairness(src, ngram_target_counts(texts, summary)))
+        groups = [g for g, t in texts.items() if t]
+        vecs = embed([texts[g] for g in groups] + [summary])
+        sims = {g: float(vecs[i] @ vecs[-1]) for i, g in enumerate(groups)}
+        emb.append(sample_fairness(src, similarity_target(texts, summary, sims, temperature=0.1)))
+        sentences = [s for s in _SENTENCE.split(summary.strip()) if s.strip()]
+        if sentences:
+            d = embed(ex.texts)
+            s = embed(sentences)
+            p = (s @ d.T).clamp(0, 1).numpy()
+            if p.sum() > 0:
+                ecs.append(equal_coverage(p, [str(doc.group) for doc in ex.documents]).ec)
+        mints.append(mint(ex.source_text(" "), summary).mint)
+        rls.append(max(rouge.score(r, summary)["rougeL"].fmeasure for r in ex.references))
+    ng, em = corpus_fairness(ngram), corpus_fairness(emb)
+    return {
+        "bur_ngram": ng.bur, "uer_ngram": ng.uer, "bur_emb": em.bur, "uer_emb": em.uer,
+        "ec": float(np.mean(ecs)) if ecs else float("nan"), "mint": float(np.mean(mints)),
+        "rougeL": 100 * float(np.mean(rls)),
+        "words": float(np.mean([len(s.split()) for s in summaries])),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "perspectivesumm"))
+    parser.add_argument("--n", type=int, default=10, help="Examples per data set.")
+    parser.add_argument("--out", default="/tmp/fair_meas")
+    parser.add_argument("--datasets", default="amazon,yelp")
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--batch-size", type=int, default=2)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads.")
+    args = parser.parse_args()
+
+    import torch
+
+    from decoding.models import load_generator
+    from evaluation.loaders import load_examples
+
+    # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model, tok = load_generator(device="cpu")
+    embed = MiniLM()
+    results: dict[str, dict[str, Any]] = {}
+    for name in args.datasets.split(","):
+        examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n)
+        for setting in args.settings.split(","):
+            summaries, seconds = run_setting(
+                model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
+                args.batch_size, args.max_new_tokens,
+            )
+            row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, embed)}
+            row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0
+            results[f"{name}/{setting}"] = row
+            (out / "metrics.json").write_text(json.dumps(results, indent=1))
+            print(f"{name}/{setting}: " + " ".join(f"{k}={v:.3f}" for k, v in row.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
