@@ -15,6 +15,13 @@ from typing import Any, TypeVar
 from rerank.scorer import Scorer
 
 _REGISTRY: dict[str, type[Scorer]] = {}
+
+
+class UnknownScorerError(KeyError):
+    """A scorer name that is not registered; the message lists the available ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 S = TypeVar("S", bound=type[Scorer])
 
 
@@ -49,10 +56,10 @@ def available() -> list[str]:
 
 
 def scorer_class(name: str) -> type[Scorer]:
-    """The class registered as ``name``; unknown names raise KeyError listing the available ones."""
+    """The class registered as ``name``; unknown names raise UnknownScorerError (a KeyError) listing the available ones."""
     _load_builtins()
     if name not in _REGISTRY:
-        raise KeyError(f"Unknown scorer {name!r}. Available: {', '.join(sorted(_REGISTRY))}")
+        raise UnknownScorerError(f"Unknown scorer {name!r}. Available: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
 
 
