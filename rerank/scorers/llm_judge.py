@@ -165,23 +165,41 @@ class LlmJudge(Scorer):
             self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
         return self._model, self._tokenizer
 
-    def prompt(self, example: Example, summary: str) -> str:
-        """The chat-formatted prompt for one pair (article cut to the token budget)."""
+    def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
+        """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
+
+        The chat-formatted prompt is cut where the summary goes; prefix and suffix are
+        tokenized separately (always, so a pair scores the same alone or in a batch).
+        The article is cut at the end to keep the longest prompt within
+        ``max_prompt_tokens``.
+        """
         from decoding.prompting import chat_prompt
 
         _, tok = self._load()
+        marker = "\x00SUMMARY\x00"
+
+        def parts(article: str) -> tuple[str, str]:
+            text = chat_prompt(tok, self.template.format(article=article, summary=marker))
+            before, after = text.split(marker)
+            return before, after
+
+        def ids(text: str) -> list[int]:
+            return tok(text, add_special_tokens=False)["input_ids"]
+
         article = example.source_text("\n\n")
-        empty = chat_prompt(tok, self.template.format(article="", summary=summary))
-        budget = self.config.max_prompt_tokens - len(tok(empty, add_special_tokens=False)["input_ids"])
-        ids = tok(article, add_special_tokens=False)["input_ids"]
+        before, after = parts("")
+        suffixes = [ids(summary + after) for summary in summaries]
+        budget = self.config.max_prompt_tokens - len(ids(before)) - max(map(len, suffixes))
         if budget < 16:
             raise ValueError(
-                f"the summary alone fills the judge's prompt budget ({self.config.max_prompt_tokens} "
+                f"a summary alone fills the judge's prompt budget ({self.config.max_prompt_tokens} "
                 "tokens); raise `max_prompt_tokens`"
             )
-        if len(ids) > budget:
-            article = tok.decode(ids[:budget], skip_special_tokens=True)
-        return chat_prompt(tok, self.template.format(article=article, summary=summary))
+        article_ids = ids(article)
+        if len(article_ids) > budget:
+            article = tok.decode(article_ids[:budget], skip_special_tokens=True)
+        before, _ = parts(article)
+        return ids(before), suffixes
 
     def digit_ids(self) -> list[int]:
         """Token ids of "1".."5"; each digit must be a single token."""
@@ -195,21 +213,54 @@ class LlmJudge(Scorer):
         return ids
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        groups: dict[int, list[int]] = {}
+        first: dict[str, int] = {}
+        for i, ex in enumerate(sources):
+            key = repr([(d.text, d.group) for d in ex.documents])
+            groups.setdefault(first.setdefault(key, i), []).append(i)
+        results: list[dict[str, Any]] = [{} for _ in outputs]
+        for lead, members in groups.items():
+            prefix, suffixes = self.prompt_parts(sources[lead], [outputs[i] for i in members])
+            if self.config.mode == "parse":
+                rows = self._parse(prefix, suffixes)
+            else:
+                rows = self._expected(prefix, suffixes)
+            for i, row in zip(members, rows):
+                results[i] = row
+        return results
+
+    def next_token_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
+        """P(next token) after prefix + each suffix: the prefix runs once, its KV cache is shared.
+
+        Suffixes are left-padded after the prefix; the attention mask hides the
+        padding and position ids continue the prefix, so every row equals an
+        unpadded forward pass of its own prompt.
+        """
         import torch
 
         model, tok = self._load()
-        texts = [self.prompt(ex, out) for ex, out in zip(sources, outputs)]
-        tok.padding_side = "left"
-        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         device = next(model.parameters()).device
-        enc = {k: v.to(device) for k, v in enc.items()}
-        if self.config.mode == "parse":
-            return self._parse(model, tok, enc)
-        position_ids = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        k, width = len(suffixes), max(map(len, suffixes))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.full((k, width), pad, dtype=torch.long)
+        mask = torch.zeros((k, width), dtype=torch.long)
+        for row, suffix in enumerate(suffixes):
+            ids[row, width - len(suffix) :] = torch.tensor(suffix)
+            mask[row, width - len(suffix) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
         with torch.no_grad():
-            logits = model(**enc, position_ids=position_ids, logits_to_keep=1).logits[:, -1, :]
-        probs = logits.float().softmax(dim=-1)
-        digit_probs = probs[:, self.digit_ids()].cpu()
+            cache = model(input_ids=torch.tensor([prefix], device=device), use_cache=True).past_key_values
+            cache.batch_repeat_interleave(k)
+            full_mask = torch.cat([torch.ones((k, len(prefix)), dtype=torch.long, device=device), mask], 1)
+            positions = len(prefix) + (mask.cumsum(-1) - 1).clamp(min=0)
+            logits = model(
+                input_ids=ids, attention_mask=full_mask, position_ids=positions,
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :]
+        return logits.float().softmax(dim=-1)
+
+    def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
+        digit_probs = self.next_token_probs(prefix, suffixes)[:, self.digit_ids()].cpu()
         results = []
         for row in digit_probs.tolist():
             value, argmax = expected_digit(row)
@@ -218,15 +269,22 @@ class LlmJudge(Scorer):
             )
         return results
 
-    def _parse(self, model: Any, tok: Any, enc: dict[str, Any]) -> list[dict[str, Any]]:
+    def _parse(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
         import torch
 
+        model, tok = self._load()
+        device = next(model.parameters()).device
+        prompts = [prefix + suffix for suffix in suffixes]
+        width = max(map(len, prompts))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         with torch.no_grad():
             out = model.generate(
-                **enc, max_new_tokens=8, do_sample=False, num_beams=1,
+                input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False, num_beams=1,
                 pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
             )
-        replies = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        replies = tok.batch_decode(out[:, width:], skip_special_tokens=True)
         return [
             {"score": float(parse_score(r)), "argmax": parse_score(r), "digit_mass": None,
              "judge": self._model_name, "reply": r.strip()}
