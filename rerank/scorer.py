@@ -8,6 +8,11 @@ A *source* is what an output summarizes, given as any of:
 - a list of ``str``: several documents without groups (the meta-evaluation
   file's ``source`` field).
 
+An ``Example`` with a ``target`` group (TheFlipSide's stance) is scored against
+its target group's documents only (``config.target_only``, default True: a
+perspective summary is judged on its own perspective); ``equal-coverage``
+defaults to False, as it compares all groups.
+
 ``Scorer.score`` validates the inputs, looks every pair up in the cache, scores
 the missing ones in batches of ``config.batch_size`` (with a progress bar when
 there are many), stores them and returns one float per output.
@@ -40,6 +45,10 @@ class ScorerConfig:
 
     batch_size: int = field(default=16, metadata={"help": "Pairs (or prompts) per model call."})
     progress: bool = field(default=True, metadata={"help": "Progress bar for long inputs."})
+    target_only: bool = field(
+        default=True,
+        metadata={"help": "When an Example names a `target` group, score against its documents only."},
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
@@ -62,6 +71,16 @@ def as_example(source: Source, index: int = 0) -> Example:
     if not docs or not any(d.text.strip() for d in docs):
         raise DataError(f"sources[{index}] is empty; every output needs a non-empty source")
     return Example(id=f"source-{index}", documents=[d for d in docs if d.text.strip()])
+
+
+def target_view(example: Example) -> Example:
+    """The example restricted to its target group's documents (itself when there are none)."""
+    if example.target is None:
+        return example
+    docs = [d for d in example.documents if d.group == example.target]
+    if not docs or len(docs) == len(example.documents):
+        return example
+    return Example(id=example.id, documents=docs, attribute=example.attribute, target=example.target)
 
 
 def _source_key(example: Example) -> list[list[str | None]]:
@@ -149,10 +168,14 @@ class Scorer:
         for i, out in enumerate(outputs):
             if not isinstance(out, str):
                 raise DataError(f"outputs[{i}] must be a str, got {type(out).__name__}")
-        return [as_example(s, i) for i, s in enumerate(sources)], list(outputs)
+        examples = [as_example(s, i) for i, s in enumerate(sources)]
+        if self.config.target_only:
+            examples = [target_view(ex) for ex in examples]
+        return examples, list(outputs)
 
     def _fingerprint(self) -> str:
-        settings = {k: v for k, v in asdict(self.config).items() if k not in ("batch_size", "progress")}
+        skip = ("batch_size", "progress", "target_only")  # target_only acts on the key's source
+        settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
         return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
 
     def _key(self, example: Example, output: str) -> str:

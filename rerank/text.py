@@ -3,7 +3,8 @@
 The splitter is a rule-based one (no downloaded models): a sentence ends at
 ``.``, ``!`` or ``?`` (optionally followed by closing quotes or brackets) when
 whitespace and an upper-case letter, digit or opening quote follow, unless the
-word before the stop is a common abbreviation (``Mr.``, ``U.S.``, ``e.g.``...).
+word before the stop is a common abbreviation (``Mr.``, ``U.S.``, ``e.g.``...)
+or a capital initial (``J. Doe``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 
 _ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "u.s",
-    "u.k", "u.n", "inc", "ltd", "co", "corp", "gen", "gov", "sen", "rep", "rev", "no",
+    "u.k", "u.n", "inc", "ltd", "co", "corp", "gen", "gov", "sen", "rep", "rev",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
     "a.m", "p.m", "fig", "al", "approx", "dept", "est",
 }
@@ -33,8 +34,9 @@ def split_sentences(text: str) -> list[str]:
     for match in _BOUNDARY.finditer(text):
         end = match.end(1)
         words = text[start:end].split()
-        last = words[-1].rstrip(".!?\"'”’)]").lower() if words else ""
-        if match.group(1).startswith(".") and (last in _ABBREVIATIONS or len(last) == 1):
+        last = words[-1].rstrip(".!?\"'”’)]") if words else ""
+        initial = len(last) == 1 and last.isupper()
+        if match.group(1).startswith(".") and (last.lower() in _ABBREVIATIONS or initial):
             continue  # "Mr. Smith", "J. Doe": not a boundary
         sentences.append(text[start:end].strip())
         start = match.end()

@@ -131,7 +131,8 @@ class CompositeScorer(Scorer):
         }
 
     def score_details(self, sources: Sequence[Source], outputs: Sequence[str]) -> list[dict[str, Any]]:
-        examples, outputs = self._validate(sources, outputs)
+        examples = [as_example(s, i) for i, s in enumerate(sources)]  # components apply target_only
+        _, outputs = self._validate(sources, outputs)
         raw = {name: s.score(examples, outputs) for name, s in self.components.items()}
         sets: dict[str, list[int]] = {}
         for i, ex in enumerate(examples):

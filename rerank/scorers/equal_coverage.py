@@ -49,6 +49,9 @@ class EqualCoverageConfig(ScorerConfig):
         default=True, metadata={"help": "Average over covered units only (authors' code)."}
     )
     undefined_score: float = field(default=-1.0, metadata={"help": "Score when EC is undefined."})
+    target_only: bool = field(
+        default=False, metadata={"help": "Restrict to the target group's documents (off: EC compares groups)."}
+    )
     max_length: int = field(default=512, metadata={"help": "Tokens per (block, unit) pair."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 

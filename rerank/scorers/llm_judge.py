@@ -196,10 +196,21 @@ class LlmJudge(Scorer):
                 "tokens); raise `max_prompt_tokens`"
             )
         article_ids = ids(article)
-        if len(article_ids) > budget:
-            article = tok.decode(article_ids[:budget], skip_special_tokens=True)
-        before, _ = parts(article)
-        return ids(before), suffixes
+        longest = max(map(len, suffixes))
+        while True:  # cutting and re-tokenizing in context can shift the count by a few tokens
+            text = article if len(article_ids) <= budget else tok.decode(
+                article_ids[:budget], skip_special_tokens=True
+            )
+            prefix = ids(parts(text)[0])
+            overflow = len(prefix) + longest - self.config.max_prompt_tokens
+            if overflow <= 0:
+                return prefix, suffixes
+            budget = min(budget, len(article_ids)) - overflow
+            if budget < 1:
+                raise ValueError(
+                    f"the prompt does not fit `max_prompt_tokens` ({self.config.max_prompt_tokens}); "
+                    "raise it"
+                )
 
     def digit_ids(self) -> list[int]:
         """Token ids of "1".."5"; each digit must be a single token."""
