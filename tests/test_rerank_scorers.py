@@ -250,3 +250,24 @@ def test_target_only_scores_against_the_target_perspective():
     Recorder(LenConfig(progress=False, target_only=False)).score([ex], ["a b"])
     assert seen == [["Left view text.", "Right view text."]]
     assert get_scorer("equal-coverage").config.target_only is False
+
+
+def test_acu_units_parse_bullets_and_fall_back_to_sentences():
+    from decoding.models import tiny_model
+    from rerank.scorers.equal_coverage import parse_units
+
+    assert parse_units("- The tax rose.\n2. Critics objected to it.\nok\n* Prices went up too.") == [
+        "The tax rose.", "Critics objected to it.", "Prices went up too.",
+    ]
+    scorer = get_scorer("equal-coverage", units="acus", progress=False)
+    scorer.use_acu_model(*tiny_model("causal", seed=0))  # random model: no bullets -> sentences
+    units = scorer.units("The tax rose. Critics objected.")
+    assert units == ["The tax rose.", "Critics objected."] or all(len(u.split()) >= 3 for u in units)
+    scorer._acus["Aa bb. Cc dd."] = ["Aa bb cc.", "Dd ee ff."]
+    scorer._backend = TablePairs({("Left.", "Aa bb cc."): 1.0, ("Right.", "Dd ee ff."): 0.5})
+    (d,) = scorer.score_details([Example("e", [Document("Left.", "l"), Document("Right.", "r")])],
+                                ["Aa bb. Cc dd."])
+    # P = [[1, 0], [0, .5]]: c = (.5, .25), mean .375, EC = .125
+    assert d["score"] == pytest.approx(-0.125)
+    with pytest.raises(ValueError, match="`units` must be 'sentences' or 'acus'"):
+        get_scorer("equal-coverage", units="words")

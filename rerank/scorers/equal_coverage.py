@@ -2,7 +2,8 @@
 
 Each document is cut into blocks of consecutive sentences under ``block_words``
 words (``text.word_blocks``, the authors' code); the summary into units
-(sentences by default). For every unit s and document d,
+(sentences by default; ``units="acus"``: atomic content units listed one per
+line by a generator, ``acu_model``, or its sentences when it lists none). For every unit s and document d,
 
     P[s, d] = max over blocks b of d of p(b supports s)
 
@@ -20,10 +21,11 @@ covers at all, gets ``undefined_score`` (default −1, the worst) and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Example
+from evaluation.schema import Document, Example
 from rerank.registry import register
 from rerank.scorer import Scorer, ScorerConfig
 from rerank.text import split_sentences, word_blocks
@@ -43,7 +45,11 @@ class EqualCoverageConfig(ScorerConfig):
     block_words: int = field(default=100, metadata={"help": "Document blocks stay under this many words."})
     units: str = field(
         default="sentences",
-        metadata={"help": "Summary units: 'sentences' (only option implemented here)."},
+        metadata={"help": "Summary units: 'sentences' or 'acus' (atomic facts listed by `acu_model`)."},
+    )
+    acu_model: str = field(
+        default="smollm2-135m-instruct",
+        metadata={"help": "Model that splits a summary into atomic content units (units='acus')."},
     )
     exclude_uncovered_units: bool = field(
         default=True, metadata={"help": "Average over covered units only (authors' code)."}
@@ -59,11 +65,30 @@ class EqualCoverageConfig(ScorerConfig):
         super().__post_init__()
         if self.block_words < 1:
             raise ValueError(f"`block_words` must be a positive int, got {self.block_words}")
-        if self.units != "sentences":
-            raise ValueError(
-                f"`units` must be 'sentences', got {self.units!r} (atomic content units are "
-                "not implemented yet)"
-            )
+        if self.units not in ("sentences", "acus"):
+            raise ValueError(f"`units` must be 'sentences' or 'acus', got {self.units!r}")
+
+
+ACU_PROMPT = (
+    "Break the summary below into its atomic facts: short, self-contained statements that each "
+    "say one thing. Write one fact per line, starting with '- ', and nothing else.\n\n"
+    "Summary: {summary}"
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
+
+
+def parse_units(reply: str, min_words: int = 3) -> list[str]:
+    """Atomic units from a bulleted or numbered reply; lines under ``min_words`` words are dropped.
+
+    >>> parse_units("- The tax rose.\n2. Critics objected to it.\nok")
+    ['The tax rose.', 'Critics objected to it.']
+    """
+    units = []
+    for line in reply.splitlines():
+        text = _BULLET.sub("", line).strip()
+        if len(text.split()) >= min_words:
+            units.append(text)
+    return units
 
 
 def source_groups(example: Example, block_words: int) -> tuple[list[list[str]], list[str], str]:
@@ -88,6 +113,31 @@ class EqualCoverageScorer(Scorer):
     def __init__(self, config: EqualCoverageConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._backend: Any = None
+        self._acu_model: Any = None
+        self._acus: dict[str, list[str]] = {}
+
+    def use_acu_model(self, model: Any, tokenizer: Any) -> EqualCoverageScorer:
+        """Split summaries into ACUs with an already loaded model; returns self."""
+        self._acu_model = (model, tokenizer)
+        return self
+
+    def units(self, summary: str) -> list[str]:
+        """The summary's units: sentences, or ACUs from the judge (sentences when it lists none)."""
+        sentences = split_sentences(summary)
+        if self.config.units == "sentences" or not sentences:
+            return sentences
+        if summary not in self._acus:
+            from decoding.generate import GenerateConfig, generate
+            from decoding.models import load_generator
+
+            if self._acu_model is None:
+                self._acu_model = load_generator(self.config.acu_model, device=self.config.device)
+            model, tok = self._acu_model
+            request = Example("acu", [Document(summary)], prompt=ACU_PROMPT.format(summary=summary))
+            config = GenerateConfig(max_new_tokens=128, num_beams=1)
+            (reply,) = generate(model, tok, [request], config, progress=False)
+            self._acus[summary] = parse_units(reply) or sentences
+        return self._acus[summary]
 
     @property
     def backend(self) -> Any:
@@ -113,7 +163,7 @@ class EqualCoverageScorer(Scorer):
         hypotheses: list[str] = []
         for ex, out in zip(sources, outputs):
             items, groups, origin = source_groups(ex, self.config.block_words)
-            units = split_sentences(out)
+            units = self.units(out)
             plans.append((items, units, groups, origin, len(premises)))
             for blocks in items:
                 for block in blocks:
