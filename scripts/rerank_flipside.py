@@ -34,7 +34,6 @@ def main() -> int:
     from evaluation.loaders import load_examples
     from rerank.registry import get_scorer
     from rerank.reranker import RerankConfig, Reranker
-    from rerank.scorers.composite import normalize
 
     examples = load_examples(args.data)[: args.limit]
     scorer = get_scorer("composite", cache_dir=args.score_cache, scorers=args.scorers)
@@ -43,14 +42,21 @@ def main() -> int:
     reranker = Reranker(model, tok, scorer, RerankConfig(candidates=args.candidates), base)
     greedy_store = ResumableJsonl(args.out + ".greedy.jsonl")
     start = time.perf_counter()
-    records = reranker.rerank(examples, out=args.out)
-    for ex in examples:
+    records = []
+    for ex in examples:  # one example at a time: partial results are usable
+        records.extend(reranker.rerank([ex], out=args.out, progress=False))
         if not greedy_store.done(ex.id):
             greedy = GenerateConfig(max_new_tokens=args.max_new_tokens, num_beams=1)
             (text,) = generate(model, tok, [ex], greedy, progress=False)
             raw = {n: s.score([ex], [text])[0] for n, s in scorer.components.items()}
             greedy_store.append([{"id": ex.id, "summary": text, "components": raw}])
-    seconds = time.perf_counter() - start
+        report(records, greedy_store, scorer, args, time.perf_counter() - start)
+    return 0
+
+
+def report(records, greedy_store, scorer, args, seconds) -> None:  # noqa: ANN001
+    """Print and write the means over the examples done so far."""
+    from rerank.scorers.composite import normalize
 
     names = list(scorer.components)
     weights = dict(zip(scorer.config.names, scorer.config.weight_list))
@@ -83,9 +89,8 @@ def main() -> int:
         "raw_greedy": {n: mean(v) for n, v in raw_greedy.items()},
         "seconds": seconds,
     }
-    print(json.dumps(summary, indent=1))
+    print(json.dumps(summary), flush=True)
     Path(args.out + ".summary.json").write_text(json.dumps(summary, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
