@@ -93,3 +93,27 @@ def test_rouge_l_recall_tracks_coverage_on_the_shared_set():
     result = meta_evaluate(scores, data.truth["coverage"], data.source_index, n_bootstrap=100)
     # the paper reports 0.473 for ROUGE-L recall on coverage (all 50 sources)
     assert 0.40 < result["spearman"].value < 0.55
+
+
+def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
+    from decoding.models import tiny_model
+    from evaluation.jsonl import write_examples
+    from evaluation.schema import Document, Example
+
+    model, tok = tiny_model("causal", seed=0)
+    model.save_pretrained(tmp_path / "tiny")
+    tok.save_pretrained(tmp_path / "tiny")
+    data = write_examples(tmp_path / "ex.jsonl", [
+        Example("a", [Document("The mayor praised the plan.", "left"), Document("Critics hated it.", "right")]),
+    ])
+    out = tmp_path / "rr.jsonl"
+    code = main(["rerank", "--data", str(data), "--out", str(out), "--candidates", "3",
+                 "--scorers", "rouge-l-recall,rouge-l-precision", "--weights", "2,1",
+                 "--model", str(tmp_path / "tiny"), "--max-new-tokens", "4", "--device", "cpu",
+                 "--score-cache", "none"])
+    assert code == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    scores = [c["score"] for c in record["candidates"]]
+    assert len(scores) == 3 and record["best_score"] == max(scores)
+    assert set(record["candidates"][0]["components"]) == {"rouge-l-recall", "rouge-l-precision"}
+    assert "mean composite: selected" in capsys.readouterr().out
