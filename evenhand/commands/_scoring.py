@@ -1,0 +1,77 @@
+"""Options shared by the commands that build scorers (rerank, meta-eval)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+#: Scorers whose config has a judge ``model`` / an alignment ``model``.
+JUDGES = ("llm-coverage", "llm-faithfulness")
+ALIGNERS = ("alignscore", "equal-coverage")
+
+
+def add_scorer_options(parser: argparse.ArgumentParser) -> None:
+    """--judge-model, --align-model, --align-base, --scorer-batch-size, --score-cache."""
+    parser.add_argument(
+        "--judge-model", default=None,
+        help="Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct).",
+    )
+    parser.add_argument(
+        "--align-model", default=None,
+        help="AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default).",
+    )
+    parser.add_argument(
+        "--align-base", default=None,
+        help="Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base).",
+    )
+    parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
+    parser.add_argument(
+        "--score-cache", default=None,
+        help="Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables).",
+    )
+
+
+def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Per scorer name the config fields the command line sets."""
+    options: dict[str, dict[str, Any]] = {}
+    for name in names:
+        opts: dict[str, Any] = {}
+        if name in JUDGES and args.judge_model:
+            opts["model"] = args.judge_model
+        if name in ALIGNERS and args.align_model:
+            opts["model"] = args.align_model
+        if name in ALIGNERS and args.align_base:
+            opts["base_model"] = args.align_base
+        if args.scorer_batch_size is not None:
+            opts["batch_size"] = args.scorer_batch_size
+        if getattr(args, "device", None) and name in (*JUDGES, *ALIGNERS):
+            opts["device"] = args.device
+        options[name] = opts
+    return options
+
+
+def score_cache(args: argparse.Namespace) -> Any:
+    """The score cache folder chosen on the command line (None when disabled)."""
+    if args.score_cache == "none":
+        return None
+    if args.score_cache:
+        return args.score_cache
+    from decoding.models import cache_dir
+
+    return cache_dir() / "scores"
+
+
+def split_names(text: str) -> list[str]:
+    """Comma-separated scorer names, each checked against the registry."""
+    from evaluation.schema import DataError
+    from rerank.registry import UnknownScorerError, scorer_class
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise DataError("`--scorers` is empty; give comma-separated scorer names")
+    for name in names:
+        try:
+            scorer_class(name)
+        except UnknownScorerError as err:  # one-line CLI error: "Unknown scorer 'x'. Available: ..."
+            raise DataError(f"--scorers: {err}") from None
+    return names

@@ -1,0 +1,293 @@
+"""Alignment backends: p(premise supports hypothesis) for lists of text pairs.
+
+Three backends share one method, ``pair_probs(premises, hypotheses)``:
+
+- ``AlignScoreCheckpoint``: an AlignScore ``.ckpt`` (Zha et al. 2023): a RoBERTa
+  encoder whose pooled output feeds a 3-way head (``tri_layer``); the aligned
+  probability is softmax(tri_layer(pooler_output))[0]. The checkpoint's state
+  dict is read with ``torch.load(weights_only=True)`` (or safetensors) and
+  loaded into ``AutoModel.from_config`` — no pytorch-lightning, no pickle.
+- ``NliClassifier``: any sequence-classification NLI model; p = softmax(logits)
+  at the label whose ``config.id2label`` name starts with "entail".
+- ``MiniLMFallback``: offline stand-in on the embedded all-MiniLM-L6-v2:
+  p = max(0, cos(e(premise), e(hypothesis))) with mean-pooled, normalized
+  embeddings. It measures similarity, not entailment; every output that uses
+  it is named ``alignscore-minilm-fallback``.
+
+Pairs are scored in batches of ``batch_size``; cross-encoders pad each batch to
+its longest pair (AlignScore pads to 512: same scores, less work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+FALLBACK_NAME = "alignscore-minilm-fallback"
+FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
+_CHECKPOINT_SUFFIXES = (".ckpt", ".pt", ".pth", ".bin", ".safetensors")
+
+
+class AlignBackend:
+    """p(premise supports hypothesis) for aligned lists of pairs."""
+
+    name: str = "backend"
+
+    def pair_probs(
+        self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
+    ) -> list[float]:
+        """One probability in [0, 1] per (premise, hypothesis) pair."""
+        raise NotImplementedError
+
+
+def _device(device: str | None) -> str:
+    from decoding.models import default_device
+
+    return device or default_device()
+
+
+class _CrossEncoder(AlignBackend):
+    """Shared batching for backends that read a (premise, hypothesis) pair jointly."""
+
+    tokenizer: Any
+    max_length: int
+    device: str
+
+    def _probs(self, encoded: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _uses_token_types(self) -> bool:
+        return True
+
+    def pair_probs(
+        self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
+    ) -> list[float]:
+        import torch
+
+        if len(premises) != len(hypotheses):
+            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
+        out: list[float] = []
+        for start in range(0, len(premises), batch_size):
+            enc = self.tokenizer(
+                list(premises[start : start + batch_size]),
+                list(hypotheses[start : start + batch_size]),
+                truncation="only_first", max_length=self.max_length,
+                padding=True, return_tensors="pt",
+            )
+            if not self._uses_token_types():
+                enc.pop("token_type_ids", None)
+            enc = {k: v.to(self.device) for k, v in enc.items()}
+            with torch.no_grad():
+                out.extend(self._probs(enc).float().cpu().tolist())
+        return out
+
+
+def read_state_dict(path: str | Path) -> dict[str, Any]:
+    """Tensors of a checkpoint file, without unpickling arbitrary objects.
+
+    ``.safetensors`` files are read with safetensors; others with
+    ``torch.load(weights_only=True)``. A Lightning checkpoint's ``state_dict``
+    entry is unwrapped.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such checkpoint file")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state: Any = load_file(str(path))
+    else:
+        import torch
+
+        try:
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001 - re-raised with the fix
+            raise ValueError(
+                f"{path}: cannot be read with torch.load(weights_only=True) ({err}); "
+                "save its tensors alone, e.g. torch.save(ckpt['state_dict'], 'align.pt') "
+                "or safetensors, in a trusted environment"
+            ) from None
+    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: expected a dict of tensors, got {type(state).__name__}")
+    return state
+
+
+class AlignScoreCheckpoint(_CrossEncoder):
+    """An AlignScore checkpoint: RoBERTa (or BERT) encoder + 3-way alignment head.
+
+    Args:
+        checkpoint: the ``.ckpt`` (or a ``.pt``/``.safetensors`` of its state dict).
+        base_model: a local folder (or cached HF id) with the encoder's config and
+            tokenizer: ``roberta-large`` for AlignScore-large, ``roberta-base`` for -base.
+        device: torch device (default: cuda when available).
+        max_length: tokens per pair (AlignScore: 512).
+    """
+
+    def __init__(
+        self, checkpoint: str | Path, base_model: str = "roberta-large",
+        device: str | None = None, max_length: int = 512,
+    ) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        state = read_state_dict(checkpoint)
+        base = {k[len("base_model."):]: v for k, v in state.items() if k.startswith("base_model.")}
+        head = {k[len("tri_layer."):]: v for k, v in state.items() if k.startswith("tri_layer.")}
+        if not base or set(head) != {"weight", "bias"}:
+            raise ValueError(
+                f"{checkpoint}: not an AlignScore checkpoint (needs `base_model.*` and "
+                f"`tri_layer.weight`/`tri_layer.bias` tensors; found e.g. {sorted(state)[:4]})"
+            )
+        config = AutoConfig.from_pretrained(base_model)
+        self.encoder = AutoModel.from_config(config)
+        missing, _ = self.encoder.load_state_dict(base, strict=False)
+        missing = [k for k in missing if not k.endswith("position_ids")]
+        if missing:
+            raise ValueError(
+                f"{checkpoint}: encoder weights {missing[:4]} are missing; is `base_model` "
+                f"({base_model}) the architecture the checkpoint was trained from?"
+            )
+        hidden = config.hidden_size
+        if tuple(head["weight"].shape) != (3, hidden):
+            raise ValueError(
+                f"{checkpoint}: `tri_layer.weight` has shape {tuple(head['weight'].shape)}, "
+                f"expected (3, {hidden})"
+            )
+        self.head = torch.nn.Linear(hidden, 3)
+        self.head.load_state_dict(head)
+        self.device = _device(device)
+        self.encoder.to(self.device).eval()
+        self.head.to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(base_model)
+        self.max_length = max_length
+        self.type_vocab = int(getattr(config, "type_vocab_size", 1) or 1)
+        self.name = f"alignscore:{Path(checkpoint).name}"
+
+    def _uses_token_types(self) -> bool:
+        return self.type_vocab > 1
+
+    def _probs(self, encoded: dict[str, Any]) -> Any:
+        pooled = self.encoder(**encoded).pooler_output
+        return self.head(pooled).softmax(dim=-1)[:, 0]
+
+
+def entailment_index(id2label: dict[Any, str]) -> int:
+    """The class index whose label starts with "entail" (case-insensitive)."""
+    hits = [int(i) for i, label in id2label.items() if str(label).lower().startswith("entail")]
+    if len(hits) != 1:
+        raise ValueError(
+            f"cannot find the entailment class in config.id2label {dict(id2label)}; "
+            "use an NLI model whose labels name it (e.g. 'entailment')"
+        )
+    return hits[0]
+
+
+class NliClassifier(_CrossEncoder):
+    """Any NLI sequence classifier; p = P(entailment).
+
+    Args:
+        model: local folder or cached HF id (e.g. ``roberta-large-mnli``).
+        device: torch device (default: cuda when available).
+        max_length: tokens per pair.
+    """
+
+    def __init__(self, model: str, device: str | None = None, max_length: int = 512) -> None:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.model = AutoModelForSequenceClassification.from_pretrained(model)
+        self.index = entailment_index(self.model.config.id2label)
+        self.device = _device(device)
+        self.model.to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        limit = getattr(self.model.config, "max_position_embeddings", max_length) or max_length
+        self.max_length = min(max_length, int(limit))
+        self.type_vocab = int(getattr(self.model.config, "type_vocab_size", 1) or 1)
+        self.name = f"nli:{model}"
+
+    def _uses_token_types(self) -> bool:
+        return self.type_vocab > 1
+
+    def _probs(self, encoded: dict[str, Any]) -> Any:
+        return self.model(**encoded).logits.softmax(dim=-1)[:, self.index]
+
+
+class MiniLMFallback(AlignBackend):
+    """Cosine similarity of mean-pooled MiniLM embeddings, clipped at 0 (see module docstring).
+
+    Args:
+        model: the sentence-embedding folder (default: the embedded all-MiniLM-L6-v2).
+        device: torch device (default: cuda when available).
+        max_length: tokens per text (MiniLM was trained on 256).
+    """
+
+    name = FALLBACK_NAME
+
+    def __init__(self, model: str | None = None, device: str | None = None, max_length: int = 256):
+        from transformers import AutoModel, AutoTokenizer
+
+        from decoding.models import minilm_path
+
+        path = model or str(minilm_path())
+        self.model = AutoModel.from_pretrained(path)
+        self.device = _device(device)
+        self.model.to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.max_length = max_length
+
+    def embed(self, texts: Sequence[str], batch_size: int = 16) -> Any:
+        """Unit-norm mean-pooled embeddings, shape (len(texts), hidden)."""
+        import torch
+
+        parts = []
+        for start in range(0, len(texts), batch_size):
+            enc = self.tokenizer(
+                list(texts[start : start + batch_size]), truncation=True,
+                max_length=self.max_length, padding=True, return_tensors="pt",
+            ).to(self.device)
+            with torch.no_grad():
+                hidden = self.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            parts.append(torch.nn.functional.normalize(pooled.float(), dim=-1))
+        return torch.cat(parts) if parts else torch.zeros(0, self.model.config.hidden_size)
+
+    def pair_probs(
+        self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
+    ) -> list[float]:
+        if len(premises) != len(hypotheses):
+            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
+        unique = list(dict.fromkeys([*premises, *hypotheses]))  # embed each text once
+        index = {t: i for i, t in enumerate(unique)}
+        emb = self.embed(unique, batch_size)
+        p = emb[[index[t] for t in premises]]
+        h = emb[[index[t] for t in hypotheses]]
+        return (p * h).sum(-1).clamp(min=0.0, max=1.0).cpu().tolist()
+
+
+_LOADED: dict[tuple[Any, ...], AlignBackend] = {}
+
+
+def load_backend(
+    model: str = "fallback", base_model: str = "roberta-large", device: str | None = None,
+    max_length: int = 512,
+) -> AlignBackend:
+    """The backend for ``model`` (loaded once per process and argument set).
+
+    ``model`` is ``fallback``/``minilm`` (embedded MiniLM), a checkpoint file
+    (``.ckpt``/``.pt``/``.bin``/``.safetensors``: AlignScore format, with
+    ``base_model`` for the encoder config and tokenizer), or a local folder /
+    cached HF id of an NLI sequence classifier.
+    """
+    key = (model, base_model, device, max_length)
+    if key not in _LOADED:
+        if model in FALLBACK_ALIASES:
+            backend: AlignBackend = MiniLMFallback(device=device)
+        elif Path(model).suffix in _CHECKPOINT_SUFFIXES:
+            backend = AlignScoreCheckpoint(model, base_model, device, max_length)
+        else:
+            backend = NliClassifier(model, device, max_length)
+        _LOADED[key] = backend
+    return _LOADED[key]

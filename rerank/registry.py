@@ -1,0 +1,87 @@
+"""The scorer registry: ``@register("name")`` on a ``Scorer`` subclass, ``get_scorer(name)``.
+
+Adding a scorer is one module: subclass ``Scorer``, give it a ``Config``
+dataclass, decorate it with ``@register("my-scorer")``. Built-in scorers live in
+``rerank.scorers`` and are imported on first lookup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rerank.scorer import Scorer
+
+_REGISTRY: dict[str, type[Scorer]] = {}
+
+
+class UnknownScorerError(KeyError):
+    """A scorer name that is not registered; the message lists the available ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+S = TypeVar("S", bound=type[Scorer])
+
+
+def register(name: str) -> Callable[[S], S]:
+    """Class decorator registering a scorer under ``name``; duplicates raise ValueError."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a scorer name must be a non-empty string, got {name!r}")
+
+    def decorate(cls: S) -> S:
+        if not (isinstance(cls, type) and issubclass(cls, Scorer)):
+            raise TypeError(f"@register({name!r}) needs a Scorer subclass, got {cls!r}")
+        if name in _REGISTRY:
+            raise ValueError(
+                f"a scorer named {name!r} is already registered ({_REGISTRY[name].__qualname__}); "
+                "pick another name"
+            )
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _load_builtins() -> None:
+    import rerank.scorers  # noqa: F401 - registers the built-in scorers
+
+
+def available() -> list[str]:
+    """Names of every registered scorer, sorted."""
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def scorer_class(name: str) -> type[Scorer]:
+    """The class registered as ``name``; unknown names raise UnknownScorerError (a KeyError) listing the available ones."""
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise UnknownScorerError(f"Unknown scorer {name!r}. Available: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def get_scorer(name: str, cache_dir: str | Path | None = None, **config: Any) -> Scorer:
+    """Build the scorer registered as ``name`` with config fields ``config``.
+
+    Args:
+        name: a registered name (see ``available()``).
+        cache_dir: optional folder for the on-disk score cache.
+        **config: fields of the scorer's ``Config``; unknown fields raise TypeError
+            listing the valid ones.
+    """
+    cls = scorer_class(name)
+    fields = {f.name for f in dataclasses.fields(cls.Config) if f.init}
+    unknown = sorted(set(config) - fields)
+    if unknown:
+        raise TypeError(
+            f"scorer {name!r} has no option(s) {unknown}; its options: {', '.join(sorted(fields))}"
+        )
+    return cls(cls.Config(**config), cache_dir=cache_dir)
+
+
+def unregister(name: str) -> None:
+    """Remove a registered scorer (for tests and interactive sessions)."""
+    _REGISTRY.pop(name, None)

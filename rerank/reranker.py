@@ -1,0 +1,178 @@
+"""Sample N candidate summaries per example, score them, keep the best (Ri, Deas & McKeown 2025).
+
+The paper's sampling recipe splits N candidates into equal thirds:
+
+- ``nucleus``: top-p 0.9;
+- ``top-k``: top-k 100;
+- ``hybrid``: top-p 0.9, temperature 1.2, repetition penalty 1.2, no repeated 3-grams.
+
+Candidate i uses recipe ``i % 3`` (N = 9: three of each). Nucleus and top-k
+keep the base config's repetition settings (``GenerateConfig`` defaults
+``no_repeat_ngram_size=3``, ``repetition_penalty=1.2``, because SmolLM2 loops
+without them); pass ``no_repeat_ngram_size=0, repetition_penalty=1.0`` in the
+base config for the paper's plain samplers. Each recipe samples its share of
+an example's candidates in one batch (the example repeated), under its own
+seed (``seed + 7919 * recipe index``), so the same inputs and seed give the
+same candidates.
+
+Every candidate is scored by the scorer (usually ``composite``); the one with
+the highest score is kept (first on ties). One JSONL record per example holds
+all candidates and their scores; the file is appended per example and resumed
+on restart (``evaluation.jsonl.ResumableJsonl``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.schema import Example
+from rerank.scorer import Scorer
+
+#: The paper's three samplers: GenerateConfig fields each one sets.
+RECIPES: dict[str, dict[str, Any]] = {
+    "nucleus": {"do_sample": True, "num_beams": 1, "top_p": 0.9, "top_k": 0, "temperature": 1.0},
+    "top-k": {"do_sample": True, "num_beams": 1, "top_p": None, "top_k": 100, "temperature": 1.0},
+    "hybrid": {
+        "do_sample": True, "num_beams": 1, "top_p": 0.9, "top_k": 0, "temperature": 1.2,
+        "repetition_penalty": 1.2, "no_repeat_ngram_size": 3,
+    },
+}
+
+
+@dataclass
+class RerankConfig:
+    """Settings of the reranker."""
+
+    candidates: int = field(default=9, metadata={"help": "Candidates sampled per example (N)."})
+    recipes: str = field(
+        default="nucleus,top-k,hybrid",
+        metadata={"help": "Comma-separated samplers, cycled over candidates."},
+    )
+    seed: int = field(default=0, metadata={"help": "Base seed of the samplers."})
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise ValueError(f"`candidates` must be a positive int, got {self.candidates}")
+        unknown = [r for r in self.recipe_list if r not in RECIPES]
+        if unknown:
+            raise ValueError(f"`recipes` has unknown sampler(s) {unknown}; available: {', '.join(RECIPES)}")
+
+    @property
+    def recipe_list(self) -> list[str]:
+        """The samplers in cycling order."""
+        items = [r.strip() for r in self.recipes.split(",") if r.strip()]
+        if not items:
+            raise ValueError("`recipes` is empty; give at least one of " + ", ".join(RECIPES))
+        return items
+
+    def plan(self) -> list[str]:
+        """The sampler of each candidate: candidate i uses ``recipe_list[i % len]``."""
+        recipes = self.recipe_list
+        return [recipes[i % len(recipes)] for i in range(self.candidates)]
+
+
+class Reranker:
+    """Best-of-N summarization with a scorer.
+
+    Args:
+        model: generator model (``decoding.models.load_generator``).
+        tokenizer: its tokenizer.
+        scorer: any ``Scorer`` (e.g. ``get_scorer("composite", scorers="llm-coverage,alignscore")``).
+        config: N, samplers and seed.
+        generate_config: base decoding settings (max_new_tokens, batch_size,
+            repetition settings...); the sampler fields are overridden per recipe.
+    """
+
+    def __init__(
+        self, model: Any, tokenizer: Any, scorer: Scorer, config: RerankConfig | None = None,
+        generate_config: Any = None,
+    ) -> None:
+        from decoding.generate import GenerateConfig
+
+        self.model = model
+        self.tokenizer = tokenizer
+        self.scorer = scorer
+        self.config = config or RerankConfig()
+        self.generate_config = generate_config or GenerateConfig()
+
+    def recipe_config(self, recipe: str, index: int) -> Any:
+        """The GenerateConfig of one sampler (seeded by its index in the recipe list)."""
+        values = dataclasses.asdict(self.generate_config)
+        values.update(RECIPES[recipe])
+        values["seed"] = self.config.seed + 7919 * index
+        return type(self.generate_config)(**values)
+
+    def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:
+        """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order."""
+        from decoding.generate import generate
+
+        plan = self.config.plan()
+        out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
+        for r, recipe in enumerate(self.config.recipe_list):
+            slots = [i for i, name in enumerate(plan) if name == recipe]
+            if not slots:
+                continue
+            repeated = [ex for ex in examples for _ in slots]
+            texts = generate(
+                self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False
+            )
+            for e in range(len(examples)):
+                for k, slot in enumerate(slots):
+                    out[e][slot] = {"text": texts[e * len(slots) + k], "recipe": recipe, "index": slot}
+        return out
+
+    def rerank(
+        self, examples: Sequence[Example], out: str | Path | None = None, resume: bool = True,
+        progress: bool = True, on_example: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Sample, score and select for every example; return (and optionally append) records.
+
+        A record: ``{"id", "summary", "best_index", "best_score", "scorer",
+        "candidates": [{"text", "recipe", "index", "score", ...details}]}``.
+        With ``out``, records are appended per example and examples already in
+        the file are skipped (their stored records are returned).
+        """
+        from tqdm.auto import tqdm
+
+        from evaluation.jsonl import ResumableJsonl
+
+        store = ResumableJsonl(out, resume=resume) if out is not None else None
+        records = []
+        for ex in tqdm(list(examples), desc="rerank", unit="ex", disable=not progress):
+            if store is not None and store.done(ex.id):
+                records.append(store.records[ex.id])
+                continue
+            record = self.rerank_one(ex)
+            if store is not None:
+                store.append([record])
+            if on_example is not None:
+                on_example(record)
+            records.append(record)
+        return records
+
+    def rerank_one(self, example: Example) -> dict[str, Any]:
+        """The record of one example (see ``rerank``)."""
+        candidates = self.candidates([example])[0]
+        details = self.scorer.score_details([example] * len(candidates), [c["text"] for c in candidates])
+        for cand, detail in zip(candidates, details):
+            cand.update(detail)
+        best = select_best([c["score"] for c in candidates])
+        return {
+            "id": example.id,
+            "summary": candidates[best]["text"],
+            "best_index": best,
+            "best_score": candidates[best]["score"],
+            "scorer": self.scorer.name,
+            "candidates": candidates,
+        }
+
+
+def select_best(scores: Sequence[float]) -> int:
+    """Index of the highest score (the first one on ties)."""
+    if not scores:
+        raise ValueError("no candidates to select from")
+    return max(range(len(scores)), key=lambda i: (scores[i], -i))

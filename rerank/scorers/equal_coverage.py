@@ -1,0 +1,150 @@
+"""``equal-coverage``: −EC, the negated Equal Coverage of a summary (Li et al. 2024).
+
+Each document is cut into blocks of consecutive sentences under ``block_words``
+words (``text.word_blocks``, the authors' code); the summary into units
+(sentences by default). For every unit s and document d,
+
+    P[s, d] = max over blocks b of d of p(b supports s)
+
+with p from the alignment backend (``rerank.alignment``: NLI, AlignScore
+checkpoint, or the MiniLM fallback). ``evaluation.coverage.equal_coverage``
+turns P and the documents' groups into EC; the score is −EC (higher = fairer).
+
+Groups: the documents' ``group`` labels. A source without labels (a str or a
+list of str) compares its documents with each other (each document its own
+group); a single unlabelled document compares its blocks. The record says
+which (``groups_from``). A summary without units, or whose units no document
+covers at all, gets ``undefined_score`` (default −1, the worst) and
+``undefined: true``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.schema import Example
+from rerank.registry import register
+from rerank.scorer import Scorer, ScorerConfig
+from rerank.text import split_sentences, word_blocks
+
+
+@dataclass
+class EqualCoverageConfig(ScorerConfig):
+    """Settings of the ``equal-coverage`` scorer."""
+
+    model: str = field(
+        default="fallback",
+        metadata={"help": "NLI classifier folder/id, AlignScore .ckpt, or 'fallback' (MiniLM)."},
+    )
+    base_model: str = field(
+        default="roberta-large", metadata={"help": "Config+tokenizer folder for a .ckpt model."}
+    )
+    block_words: int = field(default=100, metadata={"help": "Document blocks stay under this many words."})
+    units: str = field(
+        default="sentences",
+        metadata={"help": "Summary units: 'sentences' (only option implemented here)."},
+    )
+    exclude_uncovered_units: bool = field(
+        default=True, metadata={"help": "Average over covered units only (authors' code)."}
+    )
+    undefined_score: float = field(default=-1.0, metadata={"help": "Score when EC is undefined."})
+    max_length: int = field(default=512, metadata={"help": "Tokens per (block, unit) pair."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.block_words < 1:
+            raise ValueError(f"`block_words` must be a positive int, got {self.block_words}")
+        if self.units != "sentences":
+            raise ValueError(
+                f"`units` must be 'sentences', got {self.units!r} (atomic content units are "
+                "not implemented yet)"
+            )
+
+
+def source_groups(example: Example, block_words: int) -> tuple[list[list[str]], list[str], str]:
+    """(blocks per compared item, group per item, where the groups came from)."""
+    docs = example.documents
+    blocks = [word_blocks(split_sentences(d.text), block_words) for d in docs]
+    if all(d.group is not None for d in docs) and len({d.group for d in docs}) >= 2:
+        return blocks, [str(d.group) for d in docs], "labels"
+    if len(docs) >= 2:
+        return blocks, [f"doc{i}" for i in range(len(docs))], "documents"
+    only = blocks[0]
+    return [[b] for b in only], [f"block{i}" for i in range(len(only))], "blocks"
+
+
+@register("equal-coverage")
+class EqualCoverageScorer(Scorer):
+    """Negated Equal Coverage: 0 when every group's documents cover the summary alike."""
+
+    Config = EqualCoverageConfig
+    detail_fields = ("ec", "group_diffs", "groups_from", "backend", "undefined")
+
+    def __init__(self, config: EqualCoverageConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._backend: Any = None
+
+    @property
+    def backend(self) -> Any:
+        """The alignment backend, loaded on first use."""
+        if self._backend is None:
+            from rerank.alignment import load_backend
+
+            c = self.config
+            self._backend = load_backend(c.model, c.base_model, c.device, c.max_length)
+        return self._backend
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.config.model}|{self.config.base_model}"
+
+    def coverage_matrix(self, example: Example, summary: str) -> tuple[Any, list[str], str]:
+        """(P[s, d] as a nested list, groups, groups_from) for one pair."""
+        return self._matrices([example], [summary])[0]
+
+    def _matrices(self, sources: list[Example], outputs: list[str]) -> list[tuple[Any, list[str], str]]:
+        plans = []
+        premises: list[str] = []
+        hypotheses: list[str] = []
+        for ex, out in zip(sources, outputs):
+            items, groups, origin = source_groups(ex, self.config.block_words)
+            units = split_sentences(out)
+            plans.append((items, units, groups, origin, len(premises)))
+            for blocks in items:
+                for block in blocks:
+                    for unit in units:
+                        premises.append(block)
+                        hypotheses.append(unit)
+        probs = self.backend.pair_probs(premises, hypotheses, self.config.batch_size) if premises else []
+        out_list = []
+        for items, units, groups, origin, pos in plans:
+            matrix = [[0.0] * len(items) for _ in units]
+            for d, blocks in enumerate(items):
+                for _ in blocks:
+                    for s in range(len(units)):
+                        matrix[s][d] = max(matrix[s][d], probs[pos])
+                        pos += 1
+            out_list.append((matrix, groups, origin))
+        return out_list
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        from evaluation.coverage import equal_coverage
+
+        results = []
+        for matrix, groups, origin in self._matrices(sources, outputs):
+            record: dict[str, Any] = {
+                "groups_from": origin, "backend": self.backend.name, "undefined": False,
+            }
+            try:
+                if not matrix or len(set(groups)) < 2:
+                    raise ValueError("no summary units or fewer than two groups")
+                ec = equal_coverage(matrix, groups, self.config.exclude_uncovered_units)
+            except ValueError as err:
+                record.update(score=self.config.undefined_score, ec=None, group_diffs={},
+                              undefined=True, reason=str(err))
+            else:
+                record.update(score=-ec.ec, ec=ec.ec, group_diffs=ec.group_diffs)
+            results.append(record)
+        return results

@@ -1,0 +1,306 @@
+"""``llm-coverage`` and ``llm-faithfulness``: a causal LM grading a summary on a 1-5 rubric.
+
+The rubrics and steps are those of Ri, Deas & McKeown (2025), reworded. The judge
+reads the chat-formatted prompt and its next-token distribution over the digits
+"1".."5" gives the score (``mode="expected"``, default):
+
+    score = sum_d d * p(d) / sum_d p(d),   d in {1..5}
+
+renormalized over the five digit tokens; the argmax digit and the digits'
+total probability mass (``digit_mass``: low values mean the judge wanted to say
+something else) are reported too. ``mode="parse"`` is the paper's: greedy
+generation, the first integer 1-5 in the reply, 1 when there is none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.schema import Example
+from rerank.registry import register
+from rerank.scorer import Scorer, ScorerConfig
+
+DIGITS = ("1", "2", "3", "4", "5")
+
+COVERAGE_PROMPT = """You are grading a summary. Judge how completely the generated summary \
+conveys the main arguments of the source article. This is about coverage: whether the \
+content is complete, not whether it is factually accurate.
+
+Coverage scale:
+1. No coverage: none of the article's main arguments appear in the summary.
+2. Low coverage: a few of the main arguments appear; most are left out.
+3. Medium coverage: roughly half of the main arguments appear.
+4. High coverage: most of the main arguments appear; only a few are missing.
+5. Full coverage: every major point and argument of the article appears; nothing important is left out.
+
+Work through these steps:
+1. Read the source article and list its major points, arguments and facts.
+2. Read the summary and list each point or argument it makes.
+3. Check, for every major point of the article, whether the summary contains it; count the points covered and the points missing.
+4. Choose a score from 1 (no coverage) to 5 (full coverage) from how many of the main arguments the summary contains.
+5. Reply with the score alone (1, 2, 3, 4 or 5), with no explanation or other text.
+
+---
+
+# Source article:
+
+{article}
+
+# Summary:
+
+{summary}
+
+# Coverage score (1-5 only):"""
+
+FAITHFULNESS_PROMPT = """You are grading a summary. Judge how faithfully the generated summary \
+represents the information in the source article. Faithful means free of factual errors: \
+every claim of the summary is stated outright, strongly implied, or logically entailed by \
+the article.
+
+Faithfulness scale:
+1. Unfaithful: the summary is almost all wrong or unrelated to the article.
+2. Mostly unfaithful: a few arguments or details are right, but most of it is wrong or missing.
+3. Neutral: about half of the important points are right, with notable errors or omissions.
+4. Mostly faithful: most of the article's arguments are represented correctly, with only minor errors or omissions.
+5. Fully faithful: all the main arguments are represented correctly and nothing contradicts the article or lacks support in it.
+
+Work through these steps:
+1. Read the source article and note its main points, arguments and facts.
+2. Read the summary and list every claim or statement it makes.
+3. For each claim, check that the article supports it explicitly or logically; mark claims that contradict the article or cannot be found in it; check whether arguments central to the article are left out.
+4. Choose a score from 1 (unfaithful) to 5 (fully faithful) from how many claims agree with (and do not contradict) the article and whether the key points are there.
+5. Reply with the score alone (1, 2, 3, 4 or 5), with no explanation or other text.
+
+---
+
+# Source article:
+
+{article}
+
+# Summary:
+
+{summary}
+
+# Faithfulness score (1-5 only):"""
+
+_FIRST_INT = re.compile(r"\d+")
+
+
+def expected_digit(probs: list[float]) -> tuple[float, int]:
+    """(expected value, argmax digit) of a distribution over the digits 1..5.
+
+    >>> expected_digit([0.0, 0.5, 0.0, 0.5, 0.0])
+    (3.0, 2)
+    """
+    total = sum(probs)
+    if len(probs) != 5 or total <= 0:
+        raise ValueError(f"need 5 non-negative probabilities with a positive sum, got {probs}")
+    value = sum((d + 1) * p for d, p in enumerate(probs)) / total
+    return value, max(range(5), key=lambda d: probs[d]) + 1
+
+
+def parse_score(reply: str) -> int:
+    """The paper's text mode: the first integer in the reply if it is 1..5, else 1."""
+    match = _FIRST_INT.search(reply)
+    if match is None:
+        return 1
+    value = int(match.group())
+    return value if 1 <= value <= 5 else 1
+
+
+@dataclass
+class JudgeConfig(ScorerConfig):
+    """Settings of the LLM judges."""
+
+    model: str = field(
+        default="smollm2-135m-instruct",
+        metadata={"help": "Judge model: embedded alias, local folder or cached HF id."},
+    )
+    mode: str = field(
+        default="expected",
+        metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."},
+    )
+    max_prompt_tokens: int = field(
+        default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."}
+    )
+    batch_size: int = field(default=8, metadata={"help": "Prompts per forward pass."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.mode not in ("expected", "parse"):
+            raise ValueError(f"`mode` must be 'expected' or 'parse', got {self.mode!r}")
+        if self.max_prompt_tokens < 64:
+            raise ValueError(f"`max_prompt_tokens` must be an int >= 64, got {self.max_prompt_tokens}")
+
+
+class LlmJudge(Scorer):
+    """A 1-5 rubric judge; subclasses set ``template``."""
+
+    Config = JudgeConfig
+    template: str = ""
+    detail_fields = ("argmax", "digit_mass", "judge")
+
+    def __init__(self, config: JudgeConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._model_name = self.config.model
+
+    def use_model(self, model: Any, tokenizer: Any, name: str) -> LlmJudge:
+        """Judge with an already loaded model (``name`` keys the cache); returns self."""
+        self._model, self._tokenizer, self._model_name = model, tokenizer, name
+        return self
+
+    @property
+    def model_id(self) -> str:
+        return self._model_name
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from decoding.models import load_generator
+
+            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
+        return self._model, self._tokenizer
+
+    def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
+        """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
+
+        The chat-formatted prompt is cut where the summary goes; prefix and suffix are
+        tokenized separately (always, so a pair scores the same alone or in a batch).
+        The article is cut at the end to keep the longest prompt within
+        ``max_prompt_tokens``.
+        """
+        from decoding.prompting import chat_prompt
+
+        _, tok = self._load()
+        marker = "\x00SUMMARY\x00"
+
+        def parts(article: str) -> tuple[str, str]:
+            text = chat_prompt(tok, self.template.format(article=article, summary=marker))
+            before, after = text.split(marker)
+            return before, after
+
+        def ids(text: str) -> list[int]:
+            return tok(text, add_special_tokens=False)["input_ids"]
+
+        article = example.source_text("\n\n")
+        before, after = parts("")
+        suffixes = [ids(summary + after) for summary in summaries]
+        budget = self.config.max_prompt_tokens - len(ids(before)) - max(map(len, suffixes))
+        if budget < 16:
+            raise ValueError(
+                f"a summary alone fills the judge's prompt budget ({self.config.max_prompt_tokens} "
+                "tokens); raise `max_prompt_tokens`"
+            )
+        article_ids = ids(article)
+        if len(article_ids) > budget:
+            article = tok.decode(article_ids[:budget], skip_special_tokens=True)
+        before, _ = parts(article)
+        return ids(before), suffixes
+
+    def digit_ids(self) -> list[int]:
+        """Token ids of "1".."5"; each digit must be a single token."""
+        _, tok = self._load()
+        ids = []
+        for d in DIGITS:
+            enc = tok(d, add_special_tokens=False)["input_ids"]
+            if len(enc) != 1:
+                raise ValueError(f"the judge's tokenizer splits digit {d!r} into {enc}; use another judge")
+            ids.append(enc[0])
+        return ids
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        groups: dict[int, list[int]] = {}
+        first: dict[str, int] = {}
+        for i, ex in enumerate(sources):
+            key = repr([(d.text, d.group) for d in ex.documents])
+            groups.setdefault(first.setdefault(key, i), []).append(i)
+        results: list[dict[str, Any]] = [{} for _ in outputs]
+        for lead, members in groups.items():
+            prefix, suffixes = self.prompt_parts(sources[lead], [outputs[i] for i in members])
+            if self.config.mode == "parse":
+                rows = self._parse(prefix, suffixes)
+            else:
+                rows = self._expected(prefix, suffixes)
+            for i, row in zip(members, rows):
+                results[i] = row
+        return results
+
+    def next_token_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
+        """P(next token) after prefix + each suffix: the prefix runs once, its KV cache is shared.
+
+        Suffixes are left-padded after the prefix; the attention mask hides the
+        padding and position ids continue the prefix, so every row equals an
+        unpadded forward pass of its own prompt.
+        """
+        import torch
+
+        model, tok = self._load()
+        device = next(model.parameters()).device
+        k, width = len(suffixes), max(map(len, suffixes))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.full((k, width), pad, dtype=torch.long)
+        mask = torch.zeros((k, width), dtype=torch.long)
+        for row, suffix in enumerate(suffixes):
+            ids[row, width - len(suffix) :] = torch.tensor(suffix)
+            mask[row, width - len(suffix) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        with torch.no_grad():
+            cache = model(input_ids=torch.tensor([prefix], device=device), use_cache=True).past_key_values
+            cache.batch_repeat_interleave(k)
+            full_mask = torch.cat([torch.ones((k, len(prefix)), dtype=torch.long, device=device), mask], 1)
+            positions = len(prefix) + (mask.cumsum(-1) - 1).clamp(min=0)
+            logits = model(
+                input_ids=ids, attention_mask=full_mask, position_ids=positions,
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :]
+        return logits.float().softmax(dim=-1)
+
+    def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
+        digit_probs = self.next_token_probs(prefix, suffixes)[:, self.digit_ids()].cpu()
+        results = []
+        for row in digit_probs.tolist():
+            value, argmax = expected_digit(row)
+            results.append(
+                {"score": value, "argmax": argmax, "digit_mass": sum(row), "judge": self._model_name}
+            )
+        return results
+
+    def _parse(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
+        import torch
+
+        model, tok = self._load()
+        device = next(model.parameters()).device
+        prompts = [prefix + suffix for suffix in suffixes]
+        width = max(map(len, prompts))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=8, do_sample=False, num_beams=1,
+                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+            )
+        replies = tok.batch_decode(out[:, width:], skip_special_tokens=True)
+        return [
+            {"score": float(parse_score(r)), "argmax": parse_score(r), "digit_mass": None,
+             "judge": self._model_name, "reply": r.strip()}
+            for r in replies
+        ]
+
+
+@register("llm-coverage")
+class LlmCoverage(LlmJudge):
+    """How completely the summary covers the article's main arguments (1-5)."""
+
+    template = COVERAGE_PROMPT
+
+
+@register("llm-faithfulness")
+class LlmFaithfulness(LlmJudge):
+    """How free of unsupported or contradicting claims the summary is (1-5)."""
+
+    template = FAITHFULNESS_PROMPT

@@ -1,0 +1,85 @@
+"""ROUGE proxies against the source (rouge-score package): no reference summary needed.
+
+``rouge`` scores the summary against the joined source documents with the
+configured ROUGE type and measure; ``rouge-l-recall`` (the paper's coverage
+proxy: how much of the source's longest common subsequence the summary holds),
+``rouge-l-precision`` and ``rouge-l-f`` are presets of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluation.schema import Example
+from rerank.registry import register
+from rerank.scorer import Scorer, ScorerConfig
+
+MEASURES = ("recall", "precision", "fmeasure")
+
+
+@dataclass
+class RougeConfig(ScorerConfig):
+    """Settings of the ROUGE proxies."""
+
+    rouge_type: str = field(default="rougeL", metadata={"help": "rouge1, rouge2, rougeL, rougeLsum."})
+    measure: str = field(default="recall", metadata={"help": "recall, precision or fmeasure."})
+    use_stemmer: bool = field(default=True, metadata={"help": "Porter-stem tokens first."})
+    batch_size: int = field(default=64, metadata={"help": "Outputs per batch (no model involved)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.measure not in MEASURES:
+            raise ValueError(f"`measure` must be one of {MEASURES}, got {self.measure!r}")
+        if self.rouge_type not in ("rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"):
+            raise ValueError(f"`rouge_type` must be rouge1, rouge2, rougeL or rougeLsum, got {self.rouge_type!r}")
+
+
+@register("rouge")
+class RougeScorer(Scorer):
+    """ROUGE of the summary against its source (``measure`` of ``rouge_type``)."""
+
+    Config = RougeConfig
+
+    def __init__(self, config: RougeConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        from rouge_score import rouge_scorer
+
+        self._rouge = rouge_scorer.RougeScorer([self.config.rouge_type], use_stemmer=self.config.use_stemmer)
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        results = []
+        for ex, out in zip(sources, outputs):
+            s = self._rouge.score(ex.source_text("\n"), out)[self.config.rouge_type]
+            results.append({"score": getattr(s, self.config.measure)})
+        return results
+
+
+def _preset(default: str) -> type[RougeConfig]:
+    @dataclass
+    class Preset(RougeConfig):
+        measure: str = field(default=default, metadata={"help": "recall, precision or fmeasure."})
+
+    Preset.__name__ = Preset.__qualname__ = f"RougeL{default.capitalize()}Config"
+    return Preset
+
+
+@register("rouge-l-recall")
+class RougeLRecall(RougeScorer):
+    """ROUGE-L recall against the source (the paper's best ROUGE coverage proxy)."""
+
+    Config = _preset("recall")
+
+
+@register("rouge-l-precision")
+class RougeLPrecision(RougeScorer):
+    """ROUGE-L precision against the source (a cheap faithfulness proxy)."""
+
+    Config = _preset("precision")
+
+
+@register("rouge-l-f")
+class RougeLF(RougeScorer):
+    """ROUGE-L F-measure against the source."""
+
+    Config = _preset("fmeasure")
