@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["demo", "generate", "rerank", "meta_eval", "evaluate"]
+COMMANDS = ["demo", "generate", "rerank", "meta_eval", "evaluate", "train"]
 
 
 def build_parser() -> argparse.ArgumentParser:
