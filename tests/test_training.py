@@ -355,7 +355,8 @@ def test_two_process_accelerate_run(tiny_dir, tmp_path):
     script.write_text(textwrap.dedent(_SCRIPT))
     out = tmp_path / "ddp"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2",
+    # `--multi_gpu` = torchrun; on CPU the two processes form a gloo group (`--cpu` would start one)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
            str(script), str(tiny_dir), str(out)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -368,3 +369,21 @@ def test_two_process_accelerate_run(tiny_dir, tmp_path):
     assert len(pairs) == sum(len(build_pairs([c["score"] for c in r["candidates"]])) for r in candidates)
     assert json.loads((iteration_dir(out, 1) / "summary.json").read_text())["train"]["steps"] >= 1
     assert "adapter_model.safetensors" in os.listdir(iteration_dir(out, 1) / "adapter")
+
+
+def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
+    from types import SimpleNamespace
+
+    from training.loop import _Run
+
+    config = _config(tiny_dir, Path("unused"), fairness=True)
+    cands = [  # composite prefers 0; -EC prefers 1; group diffs as in DIFFS
+        {"text": "x", "score": 0.9, "fair_score": -0.4, "group_diffs": DIFFS[0]},
+        {"text": "y", "score": 0.1, "fair_score": -0.2, "group_diffs": DIFFS[1]},
+        {"text": "z", "score": 0.5, "fair_score": -0.2, "group_diffs": DIFFS[2]},
+    ]
+    pairs = _Run.pairs(SimpleNamespace(config=config), [], [{"id": "e0", "position": 0, "candidates": cands}])
+    # -EC: 1 and 2 tie (dropped); 1 > 0 and 2 > 0; the rejected is 0 both times (over-represents a)
+    assert [(p["chosen"], p["rejected"]) for p in pairs] == [(1, 0), (2, 0)]
+    assert [p["weight"] for p in pairs] == pytest.approx([1.2, 1.2])
+    assert pairs[0]["chosen_text"] == "y" and pairs[0]["rejected_text"] == "x"

@@ -100,7 +100,9 @@ class DPORRConfig:
     batch_size: int = field(default=4, metadata=_help("Preference pairs per device per step."))
     gradient_accumulation_steps: int = field(default=1, metadata=_help("Steps per optimizer update."))
     max_length: int = field(
-        default=1536, metadata=_help("Max tokens of prompt + completion in DPO (longer truncated from the start).")
+        default=4096,
+        metadata=_help("Max tokens of prompt + completion in DPO (completions cut at the end; "
+                       "pairs whose prompt alone is longer are dropped)."),
     )
     reference: str = field(
         default="base",

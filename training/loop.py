@@ -32,7 +32,9 @@ the last finished adapter and continues with the next iteration. Every
 iteration re-seeds sampling, LoRA dropout and data order from ``seed`` and k,
 so a resumed run produces the same pairs and adapters as an uninterrupted one.
 
-Under ``accelerate launch`` each process generates, scores and evaluates its
+Under ``accelerate launch --multi_gpu --num_processes N`` (torchrun underneath;
+on a CPU-only machine the processes join a gloo group; ``accelerate launch
+--cpu`` starts a single process) each process generates, scores and evaluates its
 share of the prompts (``prompts[rank::world]``, gathered to all), and
 ``DPOTrainer`` trains data-parallel; the main process writes the files.
 Outputs then depend on the number of processes (each shard re-seeds its batches).
@@ -147,12 +149,18 @@ class _Run:
 
     def __init__(self, config: DPORRConfig, scorers: Mapping[str, Any] | None,
                  train: Sequence[Example] | None, dev: Sequence[Example] | None) -> None:
+        import torch
         from accelerate import PartialState
+        from accelerate.utils import parse_flag_from_env
 
         from training.scoring import Scoring, registry_scoring
 
         self.config = c = config
-        self.state = PartialState()
+        # PartialState() alone ignores CPU process groups: under torchrun/accelerate
+        # (LOCAL_RANK set) on CPU, cpu=True makes it MULTI_CPU with gloo.
+        cpu = (c.device == "cpu" or not torch.cuda.is_available()
+               or parse_flag_from_env("ACCELERATE_USE_CPU"))
+        self.state = PartialState(cpu=cpu)
         self.device = c.device or ("cpu" if self.state.device.type == "cpu" else str(self.state.device))
         self.out = Path(c.out_dir)
         if scorers is not None:
@@ -308,7 +316,7 @@ class _Run:
             output_dir=str(workdir / "trainer"), per_device_train_batch_size=c.batch_size,
             gradient_accumulation_steps=c.gradient_accumulation_steps, num_train_epochs=c.epochs,
             learning_rate=c.learning_rate, beta=c.beta, max_length=c.max_length,
-            truncation_mode="keep_end", bf16=bf16, gradient_checkpointing=False,
+            bf16=bf16, gradient_checkpointing=False,
             disable_dropout=False, save_strategy="no", report_to="none", logging_steps=1,
             seed=c.seed + k, data_seed=c.seed + k, use_cpu=self.device == "cpu",
             dataloader_num_workers=0, disable_tqdm=not (c.progress and self.state.is_main_process),

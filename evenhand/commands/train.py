@@ -2,7 +2,9 @@
 
     evenhand train --config run.yaml [--iterations 3 ...]
     evenhand train --data train.jsonl --out runs/a [--scorers rouge-l-recall --iterations 2 ...]
-    accelerate launch --num_processes 2 -m evenhand.cli train --config run.yaml
+    accelerate launch --multi_gpu --num_processes 2 -m evenhand.cli train --config run.yaml
+
+(``--multi_gpu`` runs torchrun; on a CPU-only machine the processes train over gloo.)
 
 Flags override the YAML file's values; unknown YAML keys are errors. A run
 continues from its last finished iteration when started again on the same
