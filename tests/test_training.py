@@ -387,3 +387,27 @@ def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
     assert [(p["chosen"], p["rejected"]) for p in pairs] == [(1, 0), (2, 0)]
     assert [p["weight"] for p in pairs] == pytest.approx([1.2, 1.2])
     assert pairs[0]["chosen_text"] == "y" and pairs[0]["rejected_text"] == "x"
+
+
+def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, capsys):
+    import training.loop
+    from evenhand.cli import main
+
+    seen = {}
+
+    def fake(config):
+        seen["config"] = config
+        return {"iterations": [{"iteration": 0, "dev": {"composite": 0.5, "rouge-l-recall": 0.5},
+                                "seconds": {"eval": 1.0}}]}
+
+    monkeypatch.setattr(training.loop, "train_dpo_rr", fake)
+    path = tmp_path / "run.yaml"
+    path.write_text("data: d.jsonl\nout_dir: runs/a\niterations: 3\nscorers: rouge-l-recall\n")
+    assert main(["train", "--config", str(path), "--iterations", "2", "--no-progress"]) == 0
+    c = seen["config"]
+    assert (c.data, c.out_dir, c.iterations, c.progress, c.scorers) == ("d.jsonl", "runs/a", 2, False, "rouge-l-recall")
+    assert main(["train", "--data", "x.jsonl", "--out", "o", "--pair-strategy", "top-gap", "--top-gap-k", "2"]) == 0
+    assert (seen["config"].pair_strategy, seen["config"].top_gap_k, seen["config"].out_dir) == ("top-gap", 2, "o")
+    assert "0.5000" in capsys.readouterr().out
+    path.write_text("iterations: 3\nbogus: 1\n")
+    assert main(["train", "--config", str(path)]) == 2
