@@ -273,6 +273,7 @@ def test_one_iteration_end_to_end(one_iteration):
     assert [(p["id"], p["chosen"], p["rejected"]) for p in pairs] == expected and expected
     tensors = _adapter(it)
     assert any("lora_B" in k and v.abs().sum() > 0 for k, v in tensors.items())  # trained
+    assert not [k for k in tensors if ".ref." in k]  # trl's reference copy is not saved
     summary = json.loads((it / "summary.json").read_text())
     assert summary["pairs"] == len(pairs) and summary["train"]["steps"] >= 1
     assert set(summary["dev"]) == {"composite", "hash"}

@@ -287,6 +287,7 @@ class _Run:
         return out
 
     def train_dpo(self, k: int, prompts: list[Example], pairs: list[dict[str, Any]], workdir: Path) -> dict:
+        import torch
         from datasets import Dataset
         from trl import DPOConfig
 
@@ -309,8 +310,6 @@ class _Run:
             if c.fairness:
                 row[WEIGHT_COLUMN] = p["weight"]
             rows.append(row)
-        import torch
-
         bf16 = self.device.startswith("cuda") and torch.cuda.is_bf16_supported()
         args = DPOConfig(
             output_dir=str(workdir / "trainer"), per_device_train_batch_size=c.batch_size,
