@@ -1,0 +1,197 @@
+"""``DPORRConfig``: every setting of a DPO+RR run, loadable from YAML (unknown keys rejected).
+
+Defaults follow Ri, Deas & McKeown (2025): 10 iterations of 500 sampled training
+prompts, 9 candidates per prompt (3 nucleus, 3 top-k, 3 hybrid), all candidate
+pairs with unequal scores, one epoch of DPO per iteration continuing one LoRA
+(r 8, alpha 16, dropout 0.1 on q_proj/v_proj), batch size 4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
+REFERENCES = ("base", "previous")
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass
+class DPORRConfig:
+    """Settings of ``train_dpo_rr``; see the module docstring for the paper's values."""
+
+    # -- data and model ----------------------------------------------------------------
+    data: str | None = field(
+        default=None, metadata=_help("Training examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
+    )
+    dev_data: str | None = field(
+        default=None,
+        metadata=_help("Held-out examples for the per-iteration evaluation (default: split off `data`)."),
+    )
+    dev_size: int = field(
+        default=8, metadata=_help("Dev examples split off `data` when `dev_data` is not given.")
+    )
+    split_key: str | None = field(
+        default=None,
+        metadata=_help("`meta` field whose values never straddle train and dev (e.g. 'topic')."),
+    )
+    model: str = field(
+        default="smollm2-135m-instruct",
+        metadata=_help("Base causal LM: embedded alias, local folder or cached HF id."),
+    )
+    out_dir: str = field(default="dpo_rr_run", metadata=_help("Run folder: iter_K/ per iteration."))
+    device: str | None = field(default=None, metadata=_help("cpu, cuda... (default: auto)."))
+    # -- iterations and sampling ---------------------------------------------------------
+    iterations: int = field(default=10, metadata=_help("DPO+RR iterations."))
+    prompts_per_iteration: int = field(
+        default=500, metadata=_help("Training prompts sampled (seeded, without replacement) per iteration.")
+    )
+    candidates: int = field(default=9, metadata=_help("Candidates sampled per prompt."))
+    recipes: str = field(
+        default="nucleus,top-k,hybrid",
+        metadata=_help("Samplers cycled over candidates (rerank.RECIPES): the paper's thirds."),
+    )
+    max_new_tokens: int = field(default=96, metadata=_help("Tokens per candidate and dev summary."))
+    generate_batch_size: int = field(default=4, metadata=_help("Sequences per generate() call."))
+    # -- scoring and pairs ---------------------------------------------------------------
+    scorers: str = field(
+        default="llm-coverage,alignscore",
+        metadata=_help("Comma-separated registered scorers combined by `composite`."),
+    )
+    weights: str | None = field(
+        default=None, metadata=_help("Comma-separated scorer weights (default: equal).")
+    )
+    normalize: str = field(
+        default="minmax", metadata=_help("Per-candidate-set normalization of each scorer: minmax, zscore, none.")
+    )
+    score_source: str = field(
+        default="documents",
+        metadata=_help("Score against 'documents' (all) or 'target' (the target perspective's document)."),
+    )
+    pair_strategy: str = field(
+        default="all", metadata=_help("Preference pairs per prompt: all, best-worst or top-gap.")
+    )
+    top_gap_k: int = field(
+        default=4, metadata=_help("Pairs kept per prompt by `top-gap` (largest score gaps first).")
+    )
+    min_gap: float = field(
+        default=0.0, metadata=_help("Drop pairs whose score gap is below this (ties always dropped).")
+    )
+    fairness: bool = field(
+        default=False,
+        metadata=_help("FairPO-like: pairs by Equal Coverage, weighted by over-representation."),
+    )
+    fairness_temperature: float = field(
+        default=1.0, metadata=_help("Exponent on the corpus over/under-representation ratio (FairPO).")
+    )
+    fairness_model: str = field(
+        default="fallback",
+        metadata=_help("Alignment model of the equal-coverage scorer (NLI folder, .ckpt or 'fallback')."),
+    )
+    # -- DPO -------------------------------------------------------------------------------
+    beta: float = field(default=0.1, metadata=_help("DPO beta (strength of the KL anchor)."))
+    learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate of the LoRA."))
+    epochs: float = field(default=1.0, metadata=_help("DPO epochs per iteration."))
+    batch_size: int = field(default=4, metadata=_help("Preference pairs per device per step."))
+    gradient_accumulation_steps: int = field(default=1, metadata=_help("Steps per optimizer update."))
+    max_length: int = field(
+        default=4096,
+        metadata=_help("Max tokens of prompt + completion in DPO (completions cut at the end; "
+                       "pairs whose prompt alone is longer are dropped)."),
+    )
+    reference: str = field(
+        default="base",
+        metadata=_help("DPO reference: 'base' (adapter disabled) or 'previous' (adapter at iteration start)."),
+    )
+    # -- LoRA ------------------------------------------------------------------------------
+    lora_r: int = field(default=8, metadata=_help("LoRA rank."))
+    lora_alpha: int = field(default=16, metadata=_help("LoRA alpha."))
+    lora_dropout: float = field(default=0.1, metadata=_help("LoRA dropout."))
+    lora_target: str = field(default="q_proj,v_proj", metadata=_help("Comma-separated LoRA target modules."))
+    # -- misc --------------------------------------------------------------------------------
+    seed: int = field(default=0, metadata=_help("Seed of prompt sampling, sampling, LoRA init and DPO."))
+    progress: bool = field(default=True, metadata=_help("Progress bars and per-stage messages."))
+
+    def __post_init__(self) -> None:
+        positive = ("iterations", "prompts_per_iteration", "candidates", "max_new_tokens",
+                    "generate_batch_size", "batch_size", "gradient_accumulation_steps", "max_length",
+                    "lora_r", "lora_alpha", "top_gap_k")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"`{name}` must be a positive int, got {value!r}")
+        if not isinstance(self.dev_size, int) or self.dev_size < 0:
+            raise ValueError(f"`dev_size` must be a non-negative int, got {self.dev_size!r}")
+        for name in ("beta", "learning_rate", "epochs", "fairness_temperature"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise ValueError(f"`lora_dropout` must be in [0, 1), got {self.lora_dropout!r}")
+        if self.min_gap < 0:
+            raise ValueError(f"`min_gap` must be a non-negative float, got {self.min_gap!r}")
+        if self.pair_strategy not in PAIR_STRATEGIES:
+            hint = "; write `top-gap` and set `top_gap_k`" if str(self.pair_strategy).startswith("top-gap") else ""
+            raise ValueError(
+                f"`pair_strategy` must be one of {PAIR_STRATEGIES}, got {self.pair_strategy!r}{hint}"
+            )
+        if self.score_source not in ("documents", "target"):
+            raise ValueError(f"`score_source` must be 'documents' or 'target', got {self.score_source!r}")
+        if self.reference not in REFERENCES:
+            raise ValueError(f"`reference` must be one of {REFERENCES}, got {self.reference!r}")
+        if self.candidates < 2:
+            raise ValueError(f"`candidates` must be at least 2 to form pairs, got {self.candidates}")
+        if not self.target_modules:
+            raise ValueError("`lora_target` is empty; give module names such as 'q_proj,v_proj'")
+        if not [s for s in self.scorers.split(",") if s.strip()] and not self.fairness:
+            raise ValueError("`scorers` is empty; give at least one registered scorer name")
+        from rerank.reranker import RECIPES
+
+        recipes = [r.strip() for r in self.recipes.split(",") if r.strip()]
+        unknown = [r for r in recipes if r not in RECIPES]
+        if not recipes or unknown:
+            raise ValueError(f"`recipes` must name samplers among {', '.join(RECIPES)}, got {self.recipes!r}")
+
+    @property
+    def target_modules(self) -> list[str]:
+        """LoRA target module names."""
+        return [t.strip() for t in self.lora_target.split(",") if t.strip()]
+
+    @property
+    def scorer_names(self) -> list[str]:
+        """The component scorer names."""
+        return [s.strip() for s in self.scorers.split(",") if s.strip()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON/YAML-ready dict of every field."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], where: str = "config") -> DPORRConfig:
+        """Build from a mapping; unknown keys raise ValueError listing the valid ones."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: expected a mapping of DPORRConfig fields, got {type(values).__name__}")
+        valid = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(valid))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> DPORRConfig:
+        """Load a YAML file of fields; ``overrides`` (not None) win over the file."""
+        import yaml
+
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such config file")
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: expected a mapping of DPORRConfig fields at the top level")
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(values, str(path))
