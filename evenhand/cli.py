@@ -27,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"evenhand.commands.{name}")
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        cmd = sub.add_parser(
+            module.NAME, help=module.HELP.replace("%", "%%"), description=module.HELP
+        )
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
