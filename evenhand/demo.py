@@ -1,10 +1,28 @@
-"""The bundled demo data and the demo job behind ``evenhand demo``."""
+"""The bundled demo data and the demo job behind ``evenhand demo`` / ``make demo``.
+
+For one demo example the demo writes two summaries with the embedded model and
+prints them side by side with their scores:
+
+- **plain**: beam search with the default prompt;
+- **evenhand**: candidates from fairness-aware beam search (group-coverage bonus
+  α, fair beam β, FairSumm ``ratio`` target) under the nonlinear abstractiveness
+  constraint λ_h, plus N sampled candidates under the same processors, reranked
+  by a composite of faithfulness (AlignScore inference, offline MiniLM fallback),
+  Equal Coverage fairness and the LLM coverage judge; the best one is kept.
+
+Scores (same for both): MINT abstractiveness, FairSumm UER (N-gram target),
+Equal Coverage (fallback backend), AlignScore-fallback faithfulness.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import textwrap
+import time
+from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 from evaluation.loaders import load_jsonl
 from evaluation.schema import DataError, Example
@@ -20,6 +38,44 @@ def demo_examples() -> list[Example]:
     return load_jsonl(demo_path())
 
 
+@dataclass
+class DemoConfig:
+    """Settings of the evenhand side of the demo."""
+
+    max_new_tokens: int = field(default=72, metadata={"help": "Summary length cap (tokens)."})
+    abstractiveness: float = field(default=4.0, metadata={"help": "λ_h constraint h."})
+    fairness: str = field(default="ratio", metadata={"help": "Fairness target."})
+    fairness_strength: float = field(default=1.0, metadata={"help": "Group-coverage bonus α."})
+    fair_beam: float = field(default=2.0, metadata={"help": "Fair beam search weight β."})
+    candidates: int = field(default=3, metadata={"help": "Sampled candidates to rerank."})
+    scorers: str = field(
+        default="alignscore,equal-coverage,llm-coverage",
+        metadata={"help": "Components of the reranking composite."},
+    )
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+
+
+#: The demo's score columns: key -> (label, whether higher is better).
+DEMO_SCORES: dict[str, tuple[str, bool]] = {
+    "mint": ("abstractiveness: MINT", True),
+    "fairsumm_uer": ("fairness: FairSumm UER", False),
+    "equal_coverage": ("fairness: Equal Coverage EC", False),
+    "faithfulness": ("faithfulness: AlignScore", True),
+}
+
+
+def score_summary(example: Example, summary: str, scorers: dict[str, Any] | None = None) -> dict[str, float]:
+    """The demo's scores of one summary (see DEMO_SCORES); model scores need ``scorers``."""
+    from evaluation.report import Scored, evaluate
+
+    row = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"]).rows[0]
+    scores = {"mint": float(row["mint"]), "fairsumm_uer": float(row["fairsumm_uer"])}
+    if scorers:
+        scores["equal_coverage"] = -scorers["equal-coverage"].score([example], [summary])[0]
+        scores["faithfulness"] = scorers["alignscore"].score([example], [summary])[0]
+    return scores
+
+
 def _pick(examples: list[Example], name: str) -> list[Example]:
     if name == "all":
         return examples
@@ -30,41 +86,88 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
     return chosen
 
 
-DEMO_SCORES = {
-    "mint": "abstractiveness (MINT, higher = less copied)",
-    "fairsumm_uer": "FairSumm UER (lower = fairer)",
-    "fairsumm_unfair": "FairSumm unfair flag (BUR term)",
-}
+def evenhand_summary(
+    model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any
+) -> tuple[str, list[dict[str, Any]]]:
+    """Fair beam + sampled candidates under the constraints, reranked; (best, candidates)."""
+    from decoding.generate import GenerateConfig, generate
+    from rerank.reranker import RerankConfig, Reranker, select_best
+
+    shared = dict(
+        max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
+        fairness=config.fairness, fairness_strength=config.fairness_strength, seed=config.seed,
+    )
+    beam = GenerateConfig(num_beams=4, fair_beam=config.fair_beam, **shared)
+    texts = generate(model, tokenizer, [example], beam, progress=False)
+    candidates = [{"text": texts[0], "recipe": "fair-beam", "index": 0}]
+    if config.candidates > 0:
+        sampler = GenerateConfig(num_beams=1, **shared)
+        reranker = Reranker(
+            model, tokenizer, composite, RerankConfig(candidates=config.candidates, seed=config.seed),
+            generate_config=sampler,
+        )
+        for cand in reranker.candidates([example])[0]:
+            candidates.append({**cand, "index": len(candidates)})
+    details = composite.score_details([example] * len(candidates), [c["text"] for c in candidates])
+    for cand, detail in zip(candidates, details):
+        cand.update(detail)
+    best = select_best([c["score"] for c in candidates])
+    return candidates[best]["text"], candidates
 
 
-def score_summary(example: Example, summary: str) -> dict[str, float]:
-    """The demo's scores of one summary (see DEMO_SCORES)."""
-    from evaluation.report import Scored, evaluate
-
-    report = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"])
-    row = report.rows[0]
-    return {k: float(row[k]) for k in DEMO_SCORES}
+def _side_by_side(left: str, right: str, width: int = 44) -> str:
+    a = textwrap.wrap(left, width) or [""]
+    b = textwrap.wrap(right, width) or [""]
+    n = max(len(a), len(b))
+    a += [""] * (n - len(a))
+    b += [""] * (n - len(b))
+    return "\n".join(f"  {x:<{width}} | {y}" for x, y in zip(a, b))
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Summarize the chosen demo example(s) with the embedded model and print the result."""
+    """Plain vs evenhand summaries of the chosen demo example(s), with scores."""
     from decoding.generate import GenerateConfig, generate
     from decoding.models import load_generator
     from evaluation.jsonl import write_jsonl
+    from rerank.registry import get_scorer
 
+    start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)
+    config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
+                        candidates=args.candidates)
+    print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
     model, tokenizer = load_generator(args.model)
-    config = GenerateConfig(max_new_tokens=args.max_new_tokens, seed=args.seed)
-    summaries = generate(model, tokenizer, examples, config)
+    scorers = {name: get_scorer(name) for name in ("alignscore", "equal-coverage")}
+    composite = get_scorer("composite", scorers=config.scorers)
+    plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
     rows = []
-    for ex, summary in zip(examples, summaries):
+    for ex in examples:
+        ex.require_groups(f"demo example {ex.id!r}")
         counts = {g: ex.labels.count(g) for g in ex.groups}
-        print(f"\n== {ex.id} ({ex.attribute}; documents per group: {counts})")
-        print(textwrap.fill(summary, width=88))
-        scores = score_summary(ex, summary)
-        print("   " + "  ".join(f"{k}={v:.3f}" for k, v in scores.items()))
-        rows.append({"id": ex.id, "summary": summary, **scores})
+        print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}")
+        plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
+        fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite)
+        scores = {
+            "plain": score_summary(ex, plain, scorers),
+            "evenhand": score_summary(ex, fair, scorers),
+        }
+        print(_side_by_side("PLAIN (beam search)", "EVENHAND (λ4 + fair beam + rerank)"))
+        print(_side_by_side("-" * 44, "-" * 44))
+        print(_side_by_side(plain, fair))
+        print()
+        for key, (label, higher) in DEMO_SCORES.items():
+            p, f = scores["plain"][key], scores["evenhand"][key]
+            better = "evenhand" if (f > p) == higher and f != p else ("tie" if f == p else "plain")
+            arrow = "higher" if higher else "lower"
+            print(f"  {label:34s} plain {p:7.3f}   evenhand {f:7.3f}   ({arrow} is better: {better})")
+        print(f"  faithfulness backend: {scorers['alignscore'].model_id or 'alignscore'}; "
+              f"{len(candidates)} evenhand candidates reranked by composite({config.scorers})")
+        rows.append({
+            "id": ex.id, "plain": plain, "evenhand": fair, "scores": scores,
+            "candidates": candidates, "config": dataclasses.asdict(config),
+        })
     if args.out:
         write_jsonl(args.out, rows)
         print(f"\nwrote {args.out}")
+    print(f"\ndemo wall time: {time.perf_counter() - start:.0f} s")
     return 0

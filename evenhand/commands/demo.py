@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="List the demo examples and exit.")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="Generator model.")
-    parser.add_argument("--max-new-tokens", type=int, default=80, help="Summary length cap.")
+    parser.add_argument("--max-new-tokens", type=int, default=72, help="Summary length cap.")
+    parser.add_argument(
+        "--candidates", type=int, default=3, help="Sampled candidates reranked with the fair beam one."
+    )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here.")
 
