@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["demo", "generate", "evaluate"]
+COMMANDS = ["demo", "generate", "evaluate", "sweep", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:
