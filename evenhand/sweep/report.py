@@ -103,8 +103,8 @@ def _slug(text: str) -> str:
 
 
 def _label(settings: dict[str, Any], drop: Sequence[str], varying: Sequence[str]) -> str:
-    parts = [f"{k}={settings.get(k)}" for k in varying if k not in drop]
-    return ",".join(parts) or "all"
+    parts = [f"{k}={settings[k]}" for k in varying if k not in drop and settings.get(k) is not None]
+    return ",".join(parts) or "defaults"
 
 
 class _Dataset:
@@ -203,7 +203,8 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
     ax.axvline(0.5, color="grey", ls=":", lw=1)
     ax.set_xlim(0, 1)
     ax.set_xlabel("MINT abstractiveness (mean per cell; dots: summaries)")
-    ax.set_ylabel(f"factuality ({', '.join(sorted({r.factuality_scorer or '' for r in ds.rows}) - {''})})")
+    names = sorted({r.factuality_scorer for r in ds.rows if r.factuality_scorer})
+    ax.set_ylabel(f"factuality ({', '.join(names)})")
     ax.set_title(f"{ds.name}: abstractiveness-factuality tradeoff")
     ax.legend(fontsize=7, loc="best")
     return _save(fig, plt, section, out, ds, "tradeoff", table)
