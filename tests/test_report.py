@@ -65,7 +65,7 @@ def test_report_plots_tables_and_page(results: Path, tmp_path: Path) -> None:
     from evenhand.sweep.report import build_report
 
     out = tmp_path / "report"
-    page = build_report(results, out, n_bootstrap=50).read_text(encoding="utf-8")
+    page = build_report(results, out, n_bootstrap=10).read_text(encoding="utf-8")
     images = re.findall(r"<img src='([^']+)'", page)
     assert set(images) == {
         "news_tradeoff.png", "news_reranking.png", "news_ranking.png",
@@ -107,7 +107,7 @@ def test_ranking_orders_clearly_better_systems_first(results: Path, tmp_path: Pa
     from evenhand.sweep.report import build_report
 
     out = tmp_path / "r"
-    build_report(results, out, rank_by="factuality", n_bootstrap=50)
+    build_report(results, out, rank_by="factuality", n_bootstrap=10)
     ranking = _csv(out / "news_ranking.csv")
     # factuality means: h=None .82, h=4 .78, N=9 .75, N=3 .72, h=2 .70, h=1 .62, N=1 .60,
     # the same order on every example, so Bradley-Terry must rank them so
@@ -120,7 +120,7 @@ def test_report_cli_and_empty_results(results: Path, tmp_path: Path) -> None:
     from evenhand.cli import main
     from evenhand.sweep.report import build_report
 
-    assert main(["report", "--results", str(results), "--out", str(tmp_path / "cli"), "--bootstrap", "20"]) == 0
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "cli"), "--bootstrap", "5"]) == 0
     assert (tmp_path / "cli" / "index.html").is_file()
     assert main(["report", "--results", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "x")]) == 2
     empty = tmp_path / "empty.sqlite"
