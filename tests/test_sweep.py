@@ -282,3 +282,45 @@ def test_missing_rerank_package_is_a_clear_error(monkeypatch) -> None:
         hookups.build_scorer("alignscore")
     with pytest.raises(hookups.RerankUnavailable, match="candidates=3"):
         hookups.rerank_batch(None, None, [], None, 3, "rouge")
+
+
+def test_accelerate_launch_writes_this_process_shard(tmp_path, data_file, loader, monkeypatch) -> None:
+    import accelerate
+
+    from evenhand.sweep.runner import run_sweep
+
+    class FakeState:  # what PartialState reports in process 1 of 2 under `accelerate launch`
+        process_index, num_processes, is_main_process, device = 1, 2, False, "cpu"
+        waited = 0
+
+        def wait_for_everyone(self):
+            FakeState.waited += 1
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(accelerate, "PartialState", FakeState)
+    config = _config(tmp_path, data_file, seeds=[0])
+    summary = run_sweep(config, tmp_path / "r.sqlite", load_model=loader, progress=False)
+    assert (summary.process_index, summary.num_processes) == (1, 2) and FakeState.waited == 1
+    assert [p.name for p in shard_paths(tmp_path / "r.sqlite")] == ["r.part1-of2.sqlite"]
+    assert not (tmp_path / "r.sqlite").exists()  # only the main process merges
+    # units alternate between the processes: 2 cells x 2 batches, this one gets units 1 and 3
+    assert summary.written == 4 and summary.units == 2
+
+
+def test_sweep_cli_lists_cells_and_rejects_unknown_keys(tmp_path, data_file, capsys) -> None:
+    from evenhand.cli import main
+
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        f"datasets: {{r: {data_file}}}\nseeds: [0, 1]\ngrid: {{num_beams: [1, 2], max_new_tokens: [4, 8]}}\n",
+        encoding="utf-8",
+    )
+    assert main(["sweep", "--config", str(good), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "num_beams=2,max_new_tokens=4" in out and "4 cells x 1 data sets x 2 seeds" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"datasets: {{r: {data_file}}}\ngrid: {{beams: [1, 2]}}\n", encoding="utf-8")
+    assert main(["sweep", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml: grid: unknown setting 'beams'" in err and "num_beams" in err
+    assert main(["sweep", "--config", str(tmp_path / "missing.yaml")]) == 2

@@ -95,6 +95,11 @@ def shard_paths(results: str | Path) -> list[Path]:
     return sorted(results.parent.glob(f"{results.stem}.part*-of*{results.suffix}"))
 
 
+def _read_only(path: Path) -> str:
+    """A read-only SQLite URI for ``path`` (percent-encoded, so any file name works)."""
+    return Path(path).resolve().as_uri() + "?mode=ro"
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
     """Open (creating) a results file with the schema, WAL journal and a 60 s busy timeout."""
     path = Path(path)
@@ -129,7 +134,7 @@ class ResultStore:
         for other in also_read:
             other = Path(other)
             if other.exists() and other.resolve() != self.path.resolve():
-                with sqlite3.connect(f"file:{other}?mode=ro", uri=True, timeout=60.0) as ro:
+                with sqlite3.connect(_read_only(other), uri=True, timeout=60.0) as ro:
                     try:
                         self._done.update(self._keys(ro))
                     except sqlite3.OperationalError:  # not a results file (yet)
@@ -236,7 +241,7 @@ def read_results(path: str | Path) -> StoredResults:
     cells: dict[str, tuple[str, dict[str, Any]]] = {}
     meta: dict[str, str] = {}
     for file in files:
-        with sqlite3.connect(f"file:{file}?mode=ro", uri=True, timeout=60.0) as conn:
+        with sqlite3.connect(_read_only(file), uri=True, timeout=60.0) as conn:
             try:
                 meta.update(dict(conn.execute("SELECT key, value FROM meta")))
                 for cell_id, name, settings in conn.execute("SELECT * FROM cells"):
