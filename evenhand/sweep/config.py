@@ -28,7 +28,7 @@ against the dataclass at load time, so new fields work without changes here)
 except ``seed`` (use ``seeds``), plus:
 
 * ``model``: generator name, local folder or LoRA adapter folder (default
-  ``smollm2-135m-instruct``);
+  ``smollm2-135m-instruct``; folders are taken from the working directory);
 * ``candidates``: N > 1 samples N candidates and keeps the best by ``scorers``
   (``rerank.Reranker``); 1 or absent is plain ``generate``;
 * ``scorers``: comma-separated rerank scorer names in one string (a YAML list
