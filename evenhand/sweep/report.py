@@ -1,0 +1,424 @@
+"""The sweep report: per data set plots (PNG), the CSV table behind each plot, one HTML page.
+
+Sections of ``index.html``, per data set (a plot whose data the results lack
+is skipped with a note on the page):
+
+1. *Abstractiveness vs factuality*: each row's (MINT, factuality) point, each
+   cell's mean, and per *system* (cells equal up to the abstractiveness
+   settings :data:`TRADEOFF_KEYS`) the least-squares trend line with its F@50
+   (``evaluation.factuality.factuality_at``); the table adds the
+   MINT-adjusted factuality mF = (2·F + MINT) / 3 of each cell. The
+   factuality scorer and its backend are named.
+2. *Fairness*: BUR (share of unfair summaries), UER and Equal Coverage (when
+   an ``equal-coverage`` scorer ran) against every numeric setting that varies
+   across the cells (fairness strength α, temperature, length...), one line per
+   combination of the other settings.
+3. *Reranking*: metric means against the number of candidates N, and the gain
+   over N = 1 of the same other settings.
+4. *Bradley–Terry ranking* of the cells (systems) on a per-row score
+   (mF when factuality exists, else MINT), 95% bootstrap intervals
+   (``evaluation.ranking.bradley_terry``) over (example, seed) documents.
+
+Plus ``cells.csv``: every cell's mean metrics per data set.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evenhand.sweep.store import ResultRow, StoredResults, read_results
+
+#: Settings that move a system along its abstractiveness-factuality line.
+TRADEOFF_KEYS = ("abstractiveness", "extractiveness")
+#: Fairness columns: stored metric -> label.
+FAIRNESS_COLUMNS = {
+    "fairsumm_unfair": "BUR (share unfair)",
+    "fairsumm_uer": "UER",
+    "equal-coverage.ec": "Equal Coverage (EC)",
+}
+#: Settings never used as a fairness x axis.
+NOT_AXES = ("candidates", "batch_size", "model", "scorers")
+#: Preferred x axes, in this order, before other varying numeric settings.
+PREFERRED_AXES = ("fairness_strength", "temperature", "max_new_tokens", "fairness_tau")
+#: Metrics plotted against N.
+RERANK_COLUMNS = ("factuality", "mint", "fairsumm_uer", "rerank_score")
+
+
+@dataclass
+class Section:
+    """One part of the page: a title, an image (or a note why not), its CSV and text."""
+
+    title: str
+    image: str | None = None
+    csv: str | None = None
+    note: str | None = None
+    text: list[str] = field(default_factory=list)
+
+
+def row_values(row: ResultRow) -> dict[str, float]:
+    """A row's numbers: its metrics, factuality, mF and the reranker's best score."""
+    from evaluation.factuality import mint_adjusted_factuality
+
+    values = {k: float(v) for k, v in row.metrics.items()}
+    if row.factuality is not None:
+        values["factuality"] = float(row.factuality)
+        if "mint" in values:
+            values["mF"] = mint_adjusted_factuality(values["factuality"], values["mint"])
+    if row.rerank and isinstance(row.rerank.get("best_score"), (int, float)):
+        values["rerank_score"] = float(row.rerank["best_score"])
+    return values
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows({k: _fmt(v) for k, v in r.items()} for r in rows)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "x"
+
+
+def _label(settings: dict[str, Any], drop: Sequence[str], varying: Sequence[str]) -> str:
+    parts = [f"{k}={settings[k]}" for k in varying if k not in drop and settings.get(k) is not None]
+    return ",".join(parts) or "defaults"
+
+
+class _Dataset:
+    """Per-cell aggregates of one data set's rows."""
+
+    def __init__(self, name: str, rows: list[ResultRow], cells: dict[str, tuple[str, dict[str, Any]]]):
+        self.name = name
+        self.rows = rows
+        self.by_cell: dict[str, list[ResultRow]] = defaultdict(list)
+        for r in rows:
+            self.by_cell[r.cell_id].append(r)
+        self.cells = {c: cells.get(c, (c, {})) for c in self.by_cell}
+        keys = sorted({k for _, s in self.cells.values() for k in s})
+        self.varying = [
+            k for k in keys if len({json.dumps(s.get(k), default=str) for _, s in self.cells.values()}) > 1
+        ]
+        self.values = {c: [row_values(r) for r in rs] for c, rs in self.by_cell.items()}
+
+    def settings(self, cell: str) -> dict[str, Any]:
+        return self.cells[cell][1]
+
+    def mean(self, cell: str, column: str) -> float:
+        return _mean([v[column] for v in self.values[cell] if column in v])
+
+    def has(self, column: str) -> bool:
+        return any(column in v for vals in self.values.values() for v in vals)
+
+    def table(self) -> list[dict[str, Any]]:
+        columns = sorted({k for vals in self.values.values() for v in vals for k in v})
+        out = []
+        for cell, (name, settings) in self.cells.items():
+            rows = self.by_cell[cell]
+            record: dict[str, Any] = {"dataset": self.name, "cell_id": cell, "cell": name}
+            record.update({k: settings.get(k) for k in self.varying})
+            record["rows"] = len(rows)
+            record["errors"] = sum(r.error is not None for r in rows)
+            record.update({c: self.mean(cell, c) for c in columns})
+            record["seconds_per_row"] = _mean([r.seconds for r in rows if r.seconds is not None])
+            out.append(record)
+        return out
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _tradeoff(ds: _Dataset, out: Path) -> Section:
+    from evaluation.factuality import factuality_at, mint_adjusted_factuality
+
+    section = Section("Abstractiveness (MINT) vs factuality")
+    if not ds.has("factuality"):
+        section.note = "skipped: no factuality scores in the results (the sweep ran with `factuality: none`)."
+        return section
+    if not ds.has("mint"):
+        section.note = "skipped: no MINT scores in the results (add `mint` to the sweep's `metrics`)."
+        return section
+    scorers = sorted({f"{r.factuality_scorer} (backend: {r.factuality_backend})" for r in ds.rows
+                      if r.factuality is not None})
+    section.text.append("Factuality scorer: " + "; ".join(scorers))
+    families: dict[str, list[str]] = defaultdict(list)
+    for cell in ds.cells:
+        families[_label(ds.settings(cell), TRADEOFF_KEYS, ds.varying)].append(cell)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    table = []
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (family, cells) in enumerate(sorted(families.items())):
+        color = colors[i % len(colors)]
+        points = [(ds.mean(c, "mint"), ds.mean(c, "factuality"), c) for c in cells]
+        points = [p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])]
+        for cell in cells:
+            xs = [v["mint"] for v in ds.values[cell] if "mint" in v and "factuality" in v]
+            ys = [v["factuality"] for v in ds.values[cell] if "mint" in v and "factuality" in v]
+            ax.scatter(xs, ys, s=8, alpha=0.25, color=color)
+        f50 = float("nan")
+        if len({round(p[0], 12) for p in points}) >= 2:
+            f50 = factuality_at([p[0] for p in points], [p[1] for p in points], at=0.5)
+            slope, intercept = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)
+            grid = np.linspace(0, 1, 50)
+            ax.plot(grid, intercept + slope * grid, color=color, lw=1.2)
+        label = f"{family}: F@50={_fmt(f50) or 'n/a'}"
+        ax.scatter([p[0] for p in points], [p[1] for p in points], s=50, color=color,
+                   edgecolor="black", label=label, zorder=3)
+        for x, y, cell in points:
+            name = ds.cells[cell][0]
+            ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+            table.append({
+                "dataset": ds.name, "system": family, "cell": name, "mint": x, "factuality": y,
+                "mF": mint_adjusted_factuality(y, x), "F@50": f50, "rows": len(ds.by_cell[cell]),
+            })
+    ax.axvline(0.5, color="grey", ls=":", lw=1)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("MINT abstractiveness (mean per cell; dots: summaries)")
+    names = sorted({r.factuality_scorer for r in ds.rows if r.factuality_scorer})
+    ax.set_ylabel(f"factuality ({', '.join(names)})")
+    ax.set_title(f"{ds.name}: abstractiveness-factuality tradeoff")
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, plt, section, out, ds, "tradeoff", table)
+
+
+def _save(fig: Any, plt: Any, section: Section, out: Path, ds: _Dataset, kind: str,
+          table: list[dict[str, Any]]) -> Section:
+    stem = f"{_slug(ds.name)}_{kind}"
+    fig.tight_layout()
+    fig.savefig(out / f"{stem}.png", dpi=110)
+    plt.close(fig)
+    _write_csv(out / f"{stem}.csv", table)
+    section.image, section.csv = f"{stem}.png", f"{stem}.csv"
+    return section
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fairness(ds: _Dataset, out: Path) -> list[Section]:
+    columns = [c for c in FAIRNESS_COLUMNS if ds.has(c)]
+    if not columns:
+        return [Section("Fairness", note="skipped: no fairness scores (add `fairsumm` to `metrics` and "
+                        "data with group labels, or the `equal-coverage` extra scorer).")]
+    axes = [k for k in ds.varying if k not in NOT_AXES
+            and all(_numeric(ds.settings(c).get(k)) or ds.settings(c).get(k) is None for c in ds.cells)
+            and any(_numeric(ds.settings(c).get(k)) for c in ds.cells)]
+    axes.sort(key=lambda k: (PREFERRED_AXES.index(k) if k in PREFERRED_AXES else len(PREFERRED_AXES), k))
+    if not axes:
+        section = Section("Fairness", note="no numeric setting varies across cells: table only.")
+        table = [{"dataset": ds.name, "cell": ds.cells[c][0],
+                  **{FAIRNESS_COLUMNS[k]: ds.mean(c, k) for k in columns}} for c in ds.cells]
+        _write_csv(out / f"{_slug(ds.name)}_fairness.csv", table)
+        section.csv = f"{_slug(ds.name)}_fairness.csv"
+        return [section]
+    sections = []
+    plt = _plt()
+    for axis in axes:
+        section = Section(f"Fairness against {axis}")
+        lines: dict[str, list[str]] = defaultdict(list)
+        for cell in ds.cells:
+            if _numeric(ds.settings(cell).get(axis)):
+                lines[_label(ds.settings(cell), (axis,), ds.varying)].append(cell)
+        fig, subplots = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.8), squeeze=False)
+        table = []
+        for ax, column in zip(subplots[0], columns):
+            for line, cells in sorted(lines.items()):
+                cells = sorted(cells, key=lambda c: ds.settings(c)[axis])
+                xs = [ds.settings(c)[axis] for c in cells]
+                ys = [ds.mean(c, column) for c in cells]
+                ax.plot(xs, ys, marker="o", label=line)
+                for c, x, y in zip(cells, xs, ys):
+                    table.append({"dataset": ds.name, "measure": FAIRNESS_COLUMNS[column], axis: x,
+                                  "others": line, "cell": ds.cells[c][0], "value": y,
+                                  "rows": len(ds.by_cell[c])})
+            ax.set_xlabel(axis)
+            ax.set_ylabel(FAIRNESS_COLUMNS[column] + " (lower is fairer)")
+        subplots[0][0].legend(fontsize=6, loc="best")
+        fig.suptitle(f"{ds.name}: fairness against {axis}")
+        sections.append(_save(fig, plt, section, out, ds, f"fairness_{_slug(axis)}", table))
+    return sections
+
+
+def _reranking(ds: _Dataset, out: Path) -> Section:
+    section = Section("Reranking gain against N")
+    n_of = {c: int(ds.settings(c).get("candidates") or 1) for c in ds.cells}
+    if len(set(n_of.values())) < 2:
+        section.note = "skipped: the cells do not vary the number of candidates N."
+        return section
+    columns = [c for c in RERANK_COLUMNS if ds.has(c)]
+    if not columns:
+        section.note = "skipped: no metric to compare across N."
+        return section
+    groups: dict[str, list[str]] = defaultdict(list)
+    for cell in ds.cells:
+        groups[_label(ds.settings(cell), ("candidates", "scorers"), ds.varying)].append(cell)
+    plt = _plt()
+    fig, subplots = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.8), squeeze=False)
+    table = []
+    for ax, column in zip(subplots[0], columns):
+        for group, cells in sorted(groups.items()):
+            cells = sorted(cells, key=lambda c: n_of[c])
+            base = next((ds.mean(c, column) for c in cells if n_of[c] == 1), float("nan"))
+            xs = [n_of[c] for c in cells]
+            ys = [ds.mean(c, column) for c in cells]
+            ax.plot(xs, ys, marker="o", label=group)
+            for c, n, y in zip(cells, xs, ys):
+                table.append({"dataset": ds.name, "metric": column, "N": n, "others": group,
+                              "scorers": ds.settings(c).get("scorers"), "value": y, "gain_over_N1": y - base})
+        ax.set_xlabel("candidates N")
+        ax.set_ylabel(column)
+        ax.set_xticks(sorted(set(n_of.values())))
+    subplots[0][0].legend(fontsize=6, loc="best")
+    fig.suptitle(f"{ds.name}: reranking against N")
+    return _save(fig, plt, section, out, ds, "reranking", table)
+
+
+def _ranking(ds: _Dataset, out: Path, rank_by: str, n_bootstrap: int, seed: int) -> Section:
+    from evaluation.ranking import bradley_terry
+
+    column = rank_by if rank_by != "auto" else ("mF" if ds.has("mF") else "mint")
+    section = Section(f"Bradley–Terry ranking of systems by {column}")
+    cells = list(ds.cells)
+    if len(cells) < 2:
+        section.note = "skipped: one system only."
+        return section
+    per_cell = {c: {(r.example_id, r.seed): v.get(column) for r, v in zip(ds.by_cell[c], ds.values[c])}
+                for c in cells}
+    docs = sorted(set.intersection(*(
+        {k for k, v in d.items() if v is not None and math.isfinite(v)} for d in per_cell.values()
+    )))
+    if not docs:
+        section.note = f"skipped: no (example, seed) has `{column}` for every system."
+        return section
+    scores = np.array([[per_cell[c][d] for c in cells] for d in docs])
+    names = [ds.cells[c][0] for c in cells]
+    bt = bradley_terry(scores, names, n_bootstrap=n_bootstrap, seed=seed)
+    order = np.argsort(bt.abilities)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(cells) + 1.5))
+    ab = np.asarray(bt.abilities)[order]
+    lo, hi = np.asarray(bt.lower)[order], np.asarray(bt.upper)[order]
+    ax.errorbar(ab, range(len(cells)), xerr=[ab - lo, hi - ab], fmt="o", capsize=3)
+    ax.set_yticks(range(len(cells)), [names[i] for i in order], fontsize=7)
+    ax.axvline(0, color="grey", ls=":", lw=1)
+    ax.set_xlabel(f"Bradley–Terry ability (log-odds), 95% bootstrap interval; {len(docs)} documents")
+    ax.set_title(f"{ds.name}: systems ranked by {column}")
+    table = [{"dataset": ds.name, "rank": rank + 1, "cell": names[i], "ability": bt.abilities[i],
+              "lower95": bt.lower[i], "upper95": bt.upper[i], f"mean_{column}": float(scores[:, i].mean()),
+              "documents": len(docs)} for rank, i in enumerate(order[::-1])]
+    return _save(fig, plt, section, out, ds, "ranking", table)
+
+
+def build_report(
+    results: str | Path | StoredResults, out: str | Path, rank_by: str = "auto",
+    n_bootstrap: int = 500, seed: int = 0,
+) -> Path:
+    """Write ``index.html``, the PNGs and CSVs into ``out``; return the HTML path.
+
+    Args:
+        results: a results file (``evenhand sweep``) or already read results.
+        out: output folder (created).
+        rank_by: the per-row score the Bradley–Terry ranking uses (``auto``: mF when
+            factuality exists, else ``mint``; or any stored metric column).
+        n_bootstrap: bootstrap resamples of the ranking's intervals.
+        seed: seeds the ranking's tie-breaking and bootstrap.
+    """
+    stored = results if isinstance(results, StoredResults) else read_results(results)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not stored.rows:
+        raise ValueError("the results hold no rows yet; run `evenhand sweep` first")
+    datasets: dict[str, list[ResultRow]] = defaultdict(list)
+    for r in stored.rows:
+        datasets[r.dataset].append(r)
+    overview: list[dict[str, Any]] = []
+    parts: list[tuple[_Dataset, list[Section]]] = []
+    for name, rows in sorted(datasets.items()):
+        ds = _Dataset(name, rows, stored.cells)
+        overview.extend(ds.table())
+        sections = [_tradeoff(ds, out), *_fairness(ds, out), _reranking(ds, out),
+                    _ranking(ds, out, rank_by, n_bootstrap, seed)]
+        parts.append((ds, sections))
+    _write_csv(out / "cells.csv", overview)
+    page = _html(stored, parts, overview, results if not isinstance(results, StoredResults) else None)
+    path = out / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+_CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+th{background:#f2f2f2}td:nth-child(-n+2){text-align:left}img{max-width:100%;border:1px solid #ddd}
+.note{color:#8a5a00;background:#fff6e0;padding:4px 8px}h2{border-bottom:2px solid #444}"""
+
+
+def _html_table(rows: list[dict[str, Any]], skip: Sequence[str] = ()) -> str:
+    if not rows:
+        return ""
+    columns = [c for c in dict.fromkeys(k for r in rows for k in r) if c not in skip]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>" for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _html(stored: StoredResults, parts: list[tuple[_Dataset, list[Section]]],
+          overview: list[dict[str, Any]], source: Any) -> str:
+    name = stored.meta.get("name", "sweep")
+    keep = ("cell", "rows", "errors", "mint", "factuality", "mF", "fairsumm_unfair", "fairsumm_uer",
+            "equal-coverage.ec", "rerank_score", "seconds_per_row")
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>evenhand report: {html.escape(name)}</title>"
+           f"<style>{_CSS}</style></head><body>",
+           f"<h1>evenhand sweep report: {html.escape(name)}</h1>",
+           f"<p>{len(stored.rows)} rows, {len(stored.cells)} cells, {len(parts)} data set(s)"
+           + (f" from <code>{html.escape(str(source))}</code>" if source else "")
+           + ". Every plot links the CSV behind it; <a href='cells.csv'>cells.csv</a> has every cell's means.</p>"]
+    for ds, sections in parts:
+        rows = [r for r in overview if r["dataset"] == ds.name]
+        short = [{k: r[k] for k in (*keep[:1], *ds.varying, *keep[1:]) if k in r} for r in rows]
+        out.append(f"<h2>Data set: {html.escape(ds.name)}</h2>")
+        out.append(_html_table(short))
+        for s in sections:
+            out.append(f"<h3>{html.escape(s.title)}</h3>")
+            out.extend(f"<p>{html.escape(t)}</p>" for t in s.text)
+            if s.note:
+                out.append(f"<p class='note'>{html.escape(s.note)}</p>")
+            if s.image:
+                out.append(f"<img src='{html.escape(s.image)}' alt='{html.escape(s.title)}'>")
+            if s.csv:
+                out.append(f"<p>Table: <a href='{html.escape(s.csv)}'>{html.escape(s.csv)}</a></p>")
+    if stored.meta.get("config"):
+        out.append("<h2>Sweep config</h2><pre>" + html.escape(stored.meta["config"]) + "</pre>")
+    out.append("</body></html>")
+    return "\n".join(out)

@@ -1,0 +1,255 @@
+"""The sweep results store: SQLite (stdlib), one row per example × cell × data set × seed.
+
+Schema (``SCHEMA_VERSION`` 1)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)        -- schema_version, name, config (the YAML)
+    cells(cell_id TEXT PRIMARY KEY, name TEXT, settings TEXT)   -- settings: JSON object
+    rows(
+      cell_id TEXT, dataset TEXT, seed INTEGER, example_id TEXT,  -- PRIMARY KEY (all four)
+      example_index INTEGER,      -- position in the data set (report order)
+      summary TEXT,
+      metrics TEXT,               -- JSON {column: float} from evaluation.report.evaluate
+      factuality REAL,            -- NULL without a factuality scorer
+      factuality_scorer TEXT, factuality_backend TEXT,
+      rerank TEXT,                -- JSON {best_index, best_score, scorer, candidates} or NULL
+      error TEXT,                 -- why metrics are missing (e.g. an empty summary), or NULL
+      seconds REAL,               -- generation + scoring time per row (batch time / batch size)
+      created TEXT)               -- UTC ISO time
+
+Rows are written per batch in one transaction (``INSERT OR IGNORE``), so a
+killed sweep loses at most the batch in flight and never duplicates a row;
+rerunning skips finished rows.
+
+Several processes (``accelerate launch``): each writes its own shard
+``<stem>.part<K>-of<N><suffix>`` next to the results file (no two writers on
+one SQLite file, no lock retries), and the main process merges the shards into
+the results file at the end; :func:`read_rows` also merges any shard left by
+an interrupted run. WAL mode keeps readers (``evenhand report`` while a sweep
+runs) from blocking the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS cells (cell_id TEXT PRIMARY KEY, name TEXT, settings TEXT);
+CREATE TABLE IF NOT EXISTS rows (
+  cell_id TEXT NOT NULL, dataset TEXT NOT NULL, seed INTEGER NOT NULL, example_id TEXT NOT NULL,
+  example_index INTEGER, summary TEXT, metrics TEXT, factuality REAL,
+  factuality_scorer TEXT, factuality_backend TEXT, rerank TEXT, error TEXT,
+  seconds REAL, created TEXT,
+  PRIMARY KEY (cell_id, dataset, seed, example_id)
+);
+"""
+
+ROW_COLUMNS = (
+    "cell_id", "dataset", "seed", "example_id", "example_index", "summary", "metrics",
+    "factuality", "factuality_scorer", "factuality_backend", "rerank", "error", "seconds", "created",
+)
+
+
+@dataclass
+class ResultRow:
+    """One stored result (``metrics`` and ``rerank`` decoded from JSON)."""
+
+    cell_id: str
+    dataset: str
+    seed: int
+    example_id: str
+    example_index: int
+    summary: str
+    metrics: dict[str, float]
+    factuality: float | None = None
+    factuality_scorer: str | None = None
+    factuality_backend: str | None = None
+    rerank: dict[str, Any] | None = None
+    error: str | None = None
+    seconds: float | None = None
+    created: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        """The primary key: (cell_id, dataset, seed, example_id)."""
+        return (self.cell_id, self.dataset, self.seed, self.example_id)
+
+
+def shard_path(results: str | Path, index: int, count: int) -> Path:
+    """The shard file of process ``index`` of ``count``."""
+    results = Path(results)
+    return results.with_name(f"{results.stem}.part{index}-of{count}{results.suffix}")
+
+
+def shard_paths(results: str | Path) -> list[Path]:
+    """Every shard file of ``results`` present on disk."""
+    results = Path(results)
+    return sorted(results.parent.glob(f"{results.stem}.part*-of*{results.suffix}"))
+
+
+def _read_only(path: Path) -> str:
+    """A read-only SQLite URI for ``path`` (percent-encoded, so any file name works)."""
+    return Path(path).resolve().as_uri() + "?mode=ro"
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """Open (creating) a results file with the schema, WAL journal and a 60 s busy timeout."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), timeout=60.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(_SCHEMA)
+    version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if version is None:
+        with conn:
+            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    elif int(version[0]) != SCHEMA_VERSION:
+        raise ValueError(
+            f"{path}: results schema version {version[0]}, this evenhand reads {SCHEMA_VERSION}; "
+            "write to a new --results file"
+        )
+    return conn
+
+
+class ResultStore:
+    """A writer on one results (or shard) file.
+
+    Args:
+        path: the SQLite file (created with the schema when missing).
+        also_read: more files whose finished rows count as done (other shards, the merged file).
+    """
+
+    def __init__(self, path: str | Path, also_read: Iterable[str | Path] = ()) -> None:
+        self.path = Path(path)
+        self.conn = connect(self.path)
+        self._done: set[tuple[str, str, int, str]] = set(self._keys(self.conn))
+        for other in also_read:
+            other = Path(other)
+            if other.exists() and other.resolve() != self.path.resolve():
+                with sqlite3.connect(_read_only(other), uri=True, timeout=60.0) as ro:
+                    try:
+                        self._done.update(self._keys(ro))
+                    except sqlite3.OperationalError:  # not a results file (yet)
+                        pass
+
+    @staticmethod
+    def _keys(conn: sqlite3.Connection) -> Iterator[tuple[str, str, int, str]]:
+        for cell, dataset, seed, ex in conn.execute(
+            "SELECT cell_id, dataset, seed, example_id FROM rows"
+        ):
+            yield (cell, dataset, int(seed), ex)
+
+    def done(self, cell_id: str, dataset: str, seed: int, example_id: str) -> bool:
+        """Whether this row is already stored."""
+        return (cell_id, dataset, seed, example_id) in self._done
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a meta value (replacing)."""
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def add_cells(self, cells: Iterable[Any]) -> None:
+        """Record the sweep's cells (id, name, settings JSON)."""
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO cells VALUES (?, ?, ?)",
+                [(c.id, c.name, json.dumps(c.settings, sort_keys=True)) for c in cells],
+            )
+
+    def write(self, rows: Iterable[ResultRow]) -> int:
+        """Insert rows in one transaction (finished rows are ignored); return how many were new."""
+        rows = list(rows)
+        new = 0
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self.conn:
+            for r in rows:
+                if r.key in self._done:
+                    continue
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO rows VALUES ({', '.join('?' * len(ROW_COLUMNS))})",
+                    (
+                        r.cell_id, r.dataset, r.seed, r.example_id, r.example_index, r.summary,
+                        json.dumps(r.metrics, sort_keys=True), r.factuality, r.factuality_scorer,
+                        r.factuality_backend, None if r.rerank is None else json.dumps(r.rerank),
+                        r.error, r.seconds, r.created or created,
+                    ),
+                )
+                new += 1
+        self._done.update(r.key for r in rows)
+        return new
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+def merge_shards(results: str | Path, remove: bool = True) -> int:
+    """Copy every shard's meta, cells and rows into ``results``; return the rows added."""
+    results = Path(results)
+    conn = connect(results)
+    added = 0
+    try:
+        for shard in shard_paths(results):
+            before = conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0]
+            with conn:
+                conn.execute("ATTACH DATABASE ? AS shard", (str(shard),))
+            with conn:
+                conn.execute("INSERT OR IGNORE INTO meta SELECT * FROM shard.meta")
+                conn.execute("INSERT OR IGNORE INTO cells SELECT * FROM shard.cells")
+                conn.execute("INSERT OR IGNORE INTO rows SELECT * FROM shard.rows")
+            added += conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0] - before
+            conn.execute("DETACH DATABASE shard")
+            if remove:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(shard) + suffix).unlink(missing_ok=True)
+    finally:
+        conn.close()
+    return added
+
+
+def _decode(record: tuple[Any, ...]) -> ResultRow:
+    values = dict(zip(ROW_COLUMNS, record))
+    values["metrics"] = json.loads(values["metrics"] or "{}")
+    values["rerank"] = json.loads(values["rerank"]) if values["rerank"] else None
+    return ResultRow(**values)
+
+
+@dataclass
+class StoredResults:
+    """Everything in a results file (and its shards)."""
+
+    rows: list[ResultRow]
+    cells: dict[str, tuple[str, dict[str, Any]]]  # cell_id -> (name, settings)
+    meta: dict[str, str]
+
+
+def read_results(path: str | Path) -> StoredResults:
+    """Read rows, cells and meta from ``path`` and any shard files beside it (read-only)."""
+    path = Path(path)
+    files = [p for p in [path, *shard_paths(path)] if p.exists()]
+    if not files:
+        raise FileNotFoundError(f"{path}: results file not found (run `evenhand sweep` first)")
+    rows: dict[tuple[str, str, int, str], ResultRow] = {}
+    cells: dict[str, tuple[str, dict[str, Any]]] = {}
+    meta: dict[str, str] = {}
+    for file in files:
+        with sqlite3.connect(_read_only(file), uri=True, timeout=60.0) as conn:
+            try:
+                meta.update(dict(conn.execute("SELECT key, value FROM meta")))
+                for cell_id, name, settings in conn.execute("SELECT * FROM cells"):
+                    cells[cell_id] = (name, json.loads(settings))
+                for record in conn.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM rows"):
+                    row = _decode(record)
+                    rows.setdefault(row.key, row)
+            except sqlite3.DatabaseError as err:
+                raise ValueError(f"{file}: not an evenhand results file ({err})") from None
+    ordered = sorted(rows.values(), key=lambda r: (r.dataset, r.cell_id, r.seed, r.example_index))
+    return StoredResults(ordered, cells, meta)
