@@ -26,6 +26,13 @@ class GenerateConfig:
     repetition_penalty: float = field(
         default=1.2, metadata={"help": "Penalty on already generated tokens (1.0 = off)."}
     )
+    penalize_prompt: bool = field(
+        default=False,
+        metadata={
+            "help": "Apply repetition_penalty to the prompt's tokens too (transformers' default "
+            "for decoder-only models); off, copying words of the source is not penalized."
+        },
+    )
     batch_size: int = field(default=4, metadata={"help": "Examples per generate() call."})
     seed: int = field(default=0, metadata={"help": "Random seed; same seed, same outputs."})
     instruction: str | None = field(
@@ -132,14 +139,18 @@ class GenerateConfig:
                 "or use `fairness_strength` alone"
             )
 
-    def hf_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``model.generate``."""
+    def hf_kwargs(self, own_repetition_penalty: bool = False) -> dict[str, Any]:
+        """Keyword arguments for ``model.generate``.
+
+        With ``own_repetition_penalty`` the repetition penalty is left out: the
+        caller applies it itself (to generated tokens only, see ``generate``).
+        """
         kwargs: dict[str, Any] = dict(
             max_new_tokens=self.max_new_tokens,
             num_beams=self.num_beams,
             do_sample=self.do_sample,
             no_repeat_ngram_size=self.no_repeat_ngram_size,
-            repetition_penalty=self.repetition_penalty,
+            repetition_penalty=1.0 if own_repetition_penalty else self.repetition_penalty,
         )
         if self.do_sample:
             kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
@@ -208,6 +219,21 @@ def encode_prompts(
     return enc
 
 
+def _generated_only_penalty(model: Any, config: GenerateConfig, prompt_length: int) -> list[Any]:
+    """transformers' repetition penalty restricted to generated tokens (decoder-only models).
+
+    transformers applies ``repetition_penalty`` to every token in ``input_ids``,
+    which for a decoder-only summarizer includes the whole source: copying any
+    source word is then penalized, pushing the model away from faithful wording.
+    Unless ``penalize_prompt``, we apply it with ``prompt_ignore_length``.
+    """
+    if model.config.is_encoder_decoder or config.penalize_prompt or config.repetition_penalty == 1.0:
+        return []
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    return [RepetitionPenaltyLogitsProcessor(config.repetition_penalty, prompt_ignore_length=prompt_length)]
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -260,14 +286,15 @@ def generate(
             batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config
         )
         fair = fairness_hooks(prompt_batch)  # group-coverage processor, fair beam search
+        penalty = _generated_only_penalty(model, config, prompt_batch.prompt_length)
         processors = LogitsProcessorList(
-            [p for build in builders for p in build(prompt_batch)] + fair.processors
+            penalty + [p for build in builders for p in build(prompt_batch)] + fair.processors
         )
         torch.manual_seed(config.seed + start)
         with torch.no_grad():
             out = model.generate(
                 **enc,
-                **config.hf_kwargs(),
+                **config.hf_kwargs(own_repetition_penalty=bool(penalty)),
                 logits_processor=processors,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,

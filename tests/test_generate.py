@@ -100,3 +100,23 @@ def test_seq2seq_generation(tokenizer):
     out = generate(model, tok, EXAMPLES[:2], GenerateConfig(max_new_tokens=4, num_beams=2),
                    progress=False)
     assert len(out) == 2 and all(isinstance(s, str) for s in out)
+
+
+def test_repetition_penalty_spares_the_prompt(tiny_causal):
+    import torch
+
+    from decoding.generate import _generated_only_penalty
+
+    model, _ = tiny_causal
+    config = GenerateConfig(repetition_penalty=2.0)
+    (proc,) = _generated_only_penalty(model, config, prompt_length=3)
+    input_ids = torch.tensor([[5, 6, 7, 8, 9]])  # prompt 5 6 7, generated 8 9
+    scores = torch.full((1, 12), 4.0)
+    out = proc(input_ids, scores.clone())
+    expected = torch.full((1, 12), 4.0)
+    expected[0, [8, 9]] = 2.0  # positive logits divided by the penalty, generated tokens only
+    assert torch.equal(out, expected)
+    assert _generated_only_penalty(model, GenerateConfig(penalize_prompt=True), 3) == []
+    assert _generated_only_penalty(model, GenerateConfig(repetition_penalty=1.0), 3) == []
+    assert config.hf_kwargs(own_repetition_penalty=True)["repetition_penalty"] == 1.0
+    assert config.hf_kwargs()["repetition_penalty"] == 2.0
