@@ -216,7 +216,7 @@ class AbstractivenessProcessor(LogitsProcessor):
         self._host = (src, inv, uniq, offset)
         self._device_tensors: dict[Any, tuple[Any, ...]] = {}
         self._rows: dict[tuple[Any, int], tuple[Any, ...]] = {}
-        self._state: tuple[int, int, Any, Any, Any] | None = None  # rows, generated, device, ids, M
+        self._state: tuple[int, int, Any, Any, Any] | None = None  # rows, steps, device, generated ids, P
 
     @property
     def num_sources(self) -> int:
@@ -267,13 +267,6 @@ class AbstractivenessProcessor(LogitsProcessor):
         )
         return (1 - diag).argmax(dim=1)  # first mismatch along the diagonal = match length
 
-    def match_lengths(self, input_ids: Any) -> Any:
-        """M: (rows × source length) match lengths of each row's generated suffix, long."""
-        import torch
-
-        previous = self._previous_lengths(input_ids)  # P[:, j] = M[:, j - 1]
-        return torch.cat([previous[:, 1:], self._last_column], dim=1).long()
-
     def _previous_lengths(self, input_ids: Any) -> Any:
         """P (rows × source length, float32): P[:, j] = M[:, j − 1], P[:, 0] = 0.
 
@@ -297,13 +290,10 @@ class AbstractivenessProcessor(LogitsProcessor):
             )
             same = diff.abs_().sum(dim=-1) == 0  # token ids are small: no overflow
             parent = same.to(torch.uint8).argmax(dim=-1).view(rows) + example * beams
-            m_last = (prev_p[parent] + 1) * (src == generated[:, -1:])
-            self._last_column = m_last[:, -1:]
+            m = (prev_p[parent] + 1) * (src == generated[:, -1:])
         else:
-            m_full = self._recompute(generated, src).to(torch.float32)
-            self._last_column = m_full[:, -1:]
-            m_last = m_full
-        shifted = torch.nn.functional.pad(m_last[:, :-1], (1, 0))
+            m = self._recompute(generated, src).to(torch.float32)
+        shifted = torch.nn.functional.pad(m[:, :-1], (1, 0))
         self._state = (rows, steps, device, generated.clone(), shifted)
         return shifted
 

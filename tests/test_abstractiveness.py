@@ -221,10 +221,12 @@ EXAMPLES = [
 
 
 @pytest.fixture(scope="module", params=["causal", "seq2seq"])
-def tiny(request):
+def tiny(request, tokenizer):
+    import copy
+
     from decoding.models import tiny_model
 
-    model, tok = tiny_model(request.param, seed=0)
+    model, tok = tiny_model(request.param, seed=0, tokenizer=copy.deepcopy(tokenizer))
     if request.param == "causal":
         tok.padding_side = "left"
     return model, tok
