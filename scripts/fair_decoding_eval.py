@@ -2,7 +2,7 @@
 
 For each data set (amazon, yelp: the first ``--n`` examples with at least two
 groups) and each setting, writes the summaries to ``OUT/<data>_<setting>.jsonl``
-as they come (a finished file is reused on a rerun), then scores them:
+as they come (rows already there are reused on a rerun), then scores them:
 
 * FairSumm BUR and UER (τ = 0.8, cutoff 1, reference "ratio") with the N-gram
   target and with an embedding target (softmax over groups of the MiniLM cosine
@@ -44,32 +44,28 @@ def eligible(examples: list[Any], n: int) -> list[Any]:
 
 def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, Any], path: Path,
                 batch_size: int, max_new_tokens: int) -> tuple[list[str], float]:
-    """Summaries and seconds per summary; reuses a finished ``path``."""
+    """Summaries and mean seconds per summary; rows already in ``path`` (same ids) are reused."""
     from decoding.generate import GenerateConfig, generate
 
-    if path.exists():
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        if len(rows) == len(examples):
-            return [r["summary"] for r in rows], sum(r["seconds"] for r in rows) / len(rows)
-    config = GenerateConfig(batch_size=batch_size, max_new_tokens=max_new_tokens, **overrides)
-    tmp = path.with_suffix(".partial")
-    tmp.unlink(missing_ok=True)
-    summaries: list[str] = []
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    done = {r["id"] for r in rows}
+    todo = [ex for ex in examples if ex.id not in done]
     clock = [time.perf_counter()]
 
     def write(batch: list[Any], texts: list[str]) -> None:
         now = time.perf_counter()
         per = (now - clock[0]) / len(batch)
         clock[0] = now
-        with tmp.open("a") as f:
+        with path.open("a") as f:
             for ex, s in zip(batch, texts):
                 f.write(json.dumps({"id": ex.id, "summary": s, "seconds": per}) + "\n")
-        summaries.extend(texts)
 
-    generate(model, tok, examples, config, progress=False, on_batch=write)
-    tmp.replace(path)
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return summaries, sum(r["seconds"] for r in rows) / len(rows)
+    if todo:
+        config = GenerateConfig(batch_size=batch_size, max_new_tokens=max_new_tokens, **overrides)
+        generate(model, tok, todo, config, progress=False, on_batch=write)
+    by_id = {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    chosen = [by_id[ex.id] for ex in examples]
+    return [r["summary"] for r in chosen], sum(r["seconds"] for r in chosen) / len(chosen)
 
 
 class MiniLM:
