@@ -11,8 +11,14 @@ from typing import Any
 from evaluation.schema import Example
 
 DEFAULT_INSTRUCTION = (
-    "Summarize the texts below in 2-3 sentences. Cover every opinion in them, "
+    "Summarize the texts above in 2-3 sentences. Cover every opinion in them, "
     "positive and negative, and say only what the texts say."
+)
+
+#: System message: keeps SmolLM2 from "rewriting" the texts or answering in the first person.
+DEFAULT_SYSTEM = (
+    "You are a summarizer. You reply with a short, neutral summary in the third person "
+    "and nothing else."
 )
 
 #: FairSumm's "+ Definition" baseline: the fairness definition appended to the instruction.
@@ -67,13 +73,15 @@ def build_prompt(
             f"cover the opinions of every {attribute} value, not only the most frequent one."
         )
     docs = format_documents(example, show_groups=fair_prompt == "labels")
-    return f"{text}\n\n{docs}"
+    return f"{docs}\n\n{text}"
 
 
-def chat_prompt(tokenizer: Any, user_text: str, system: str | None = None) -> str:
+def chat_prompt(tokenizer: Any, user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
     """``user_text`` in the tokenizer's chat template, ending with the assistant turn's start.
 
-    Tokenizers without a chat template (seq2seq models) get ``user_text`` unchanged.
+    The documents come first and the instruction last (small models follow the
+    last thing they read). Tokenizers without a chat template (seq2seq models)
+    get ``user_text`` unchanged; ``system=None`` uses the template's own default.
     """
     if getattr(tokenizer, "chat_template", None) is None:
         return user_text

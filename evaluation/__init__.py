@@ -2,3 +2,21 @@
 
 This package imports nothing else of ours (see DEVELOPERS.md layout).
 """
+
+from evaluation import coverage, factuality, fairsumm, fragments, ranking
+from evaluation.fragments import FragmentScores, fragment_scores
+from evaluation.mint import MintScore, mean_mint, mint, mint_tokens
+
+__all__ = [
+    "FragmentScores",
+    "MintScore",
+    "coverage",
+    "factuality",
+    "fairsumm",
+    "fragment_scores",
+    "fragments",
+    "mean_mint",
+    "mint",
+    "mint_tokens",
+    "ranking",
+]

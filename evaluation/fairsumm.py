@@ -114,7 +114,9 @@ def _as_arrays(source_counts: Counts, target_counts: Counts) -> tuple[list, np.n
             "fairness compares values of an attribute"
         )
     if t.shape != s.shape:
-        raise ValueError(f"`target_counts` must have {len(s)} entries like `source_counts`, got {t.shape}")
+        raise ValueError(
+            f"`target_counts` must have {len(s)} entries like `source_counts`, got {t.shape}"
+        )
     if not (np.isfinite(s).all() and np.isfinite(t).all()) or (s < 0).any() or (t < 0).any():
         raise ValueError("counts must be finite and non-negative")
     if s.sum() <= 0:
@@ -203,9 +205,13 @@ def auc(
     Example: ``auc({0: 60, 1: 40}, {0: 9, 1: 3})`` is 0.35.
     """
     if over == "cutoff":
-        flags = [sample_fairness(source_counts, target_counts, tau, c, reference).unfair for c in GRID]
+        flags = [
+            sample_fairness(source_counts, target_counts, tau, c, reference).unfair for c in GRID
+        ]
     elif over == "tau":
-        flags = [sample_fairness(source_counts, target_counts, x, 1.0, reference).unfair for x in GRID]
+        flags = [
+            sample_fairness(source_counts, target_counts, x, 1.0, reference).unfair for x in GRID
+        ]
     else:
         raise ValueError(f"`over` must be 'cutoff' or 'tau', got {over!r}")
     return float(np.trapezoid(np.asarray(flags, dtype=float), GRID))

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from evaluation.mint import _ids, ngram_match_counts
+from evaluation.lcs import token_ids
+from evaluation.mint import ngram_match_counts
 from evaluation.text import spacy_tokens
 
 
@@ -64,7 +65,7 @@ def greedy_fragments(
     article_tokens: Sequence[Hashable], summary_tokens: Sequence[Hashable]
 ) -> list[tuple[int, int]]:
     """Greedy extractive fragments as ``(summary_start, length)`` pairs, in summary order."""
-    article, summary = _ids(article_tokens, summary_tokens)
+    article, summary = token_ids(article_tokens, summary_tokens)
     if len(summary) == 0 or len(article) == 0:
         return []
     runs = _run_lengths(article, summary)
@@ -94,7 +95,7 @@ def fragment_scores_tokens(
     if n == 0:
         raise ValueError("fragments are undefined for an empty summary (no tokens)")
     lengths = np.array([f[1] for f in greedy_fragments(article_tokens, summary_tokens)], float)
-    x, y = _ids(article_tokens, summary_tokens)
+    x, y = token_ids(article_tokens, summary_tokens)
     matched = ngram_match_counts(x, y, 4)
     novel = [1.0 - matched[k - 1] / (n - k + 1) if n >= k else 0.0 for k in range(1, 5)]
     return FragmentScores(

@@ -21,7 +21,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 
-def _as_ids(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+def token_ids(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """Integer ids of two token sequences over one shared vocabulary (first appearance order)."""
     vocab: dict[Hashable, int] = {}
     ia = np.fromiter((vocab.setdefault(t, len(vocab)) for t in a), dtype=np.int64, count=len(a))
     ib = np.fromiter((vocab.setdefault(t, len(vocab)) for t in b), dtype=np.int64, count=len(b))
@@ -52,7 +53,7 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
 
     Example: ``lcs_length("abcbdab", "bdcaba")`` is 4.
     """
-    ia, ib = _as_ids(a, b)
+    ia, ib = token_ids(a, b)
     return lcs_length_ids(ia, ib)
 
 

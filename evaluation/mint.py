@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from evaluation.lcs import lcs_length_ids
+from evaluation.lcs import lcs_length_ids, token_ids
 from evaluation.text import spacy_tokens, spacy_tokens_batch
 
 
@@ -46,13 +46,6 @@ class MintScore:
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
-
-
-def _ids(source: Sequence[Hashable], summary: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
-    vocab: dict[Hashable, int] = {}
-    x = np.fromiter((vocab.setdefault(t, len(vocab)) for t in source), np.int64, len(source))
-    y = np.fromiter((vocab.setdefault(t, len(vocab)) for t in summary), np.int64, len(summary))
-    return x, y
 
 
 def ngram_match_counts(x: np.ndarray, y: np.ndarray, max_n: int = 5) -> np.ndarray:
@@ -105,7 +98,7 @@ def mint_tokens(source_tokens: Sequence[Hashable], summary_tokens: Sequence[Hash
 
     Example: ``mint_tokens(["a"], "a a a b b c".split()).mint`` is 0.9232456140350878.
     """
-    return _score_ids(*_ids(source_tokens, summary_tokens))
+    return _score_ids(*token_ids(source_tokens, summary_tokens))
 
 
 def mint(source: str, summary: str) -> MintScore:

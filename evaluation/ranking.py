@@ -106,7 +106,9 @@ def bradley_terry(
     boot = np.array([fit_bradley_terry(bw) for bw in boot_wins]) if n_bootstrap else theta[None]
     tail = (1 - confidence) / 2 * 100
     lower, upper = np.percentile(boot, [tail, 100 - tail], axis=0)
-    return BradleyTerry(names, tuple(map(float, theta)), tuple(map(float, lower)), tuple(map(float, upper)))
+    return BradleyTerry(
+        names, tuple(map(float, theta)), tuple(map(float, lower)), tuple(map(float, upper))
+    )
 
 
 def spearman(metric: ArrayLike, truth: ArrayLike) -> float:
@@ -115,7 +117,9 @@ def spearman(metric: ArrayLike, truth: ArrayLike) -> float:
 
     m, t = np.asarray(metric, float), np.asarray(truth, float)
     if m.shape != t.shape or m.ndim != 1 or len(m) < 2:
-        raise ValueError(f"`metric` and `truth` must be 1-D of equal length >= 2, got {m.shape} and {t.shape}")
+        raise ValueError(
+            f"`metric` and `truth` must be 1-D of equal length >= 2, got {m.shape} and {t.shape}"
+        )
     return float(spearmanr(m, t).statistic)
 
 

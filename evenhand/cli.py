@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["generate", "rerank", "meta_eval"]
+COMMANDS = ["demo", "generate", "evaluate", "rerank", "meta_eval"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,398 @@
+"""Per-example and corpus tables over a registry of text metrics.
+
+A metric is registered once under a name (:func:`register`); the CLI's
+``--metrics`` choices come from :data:`METRICS`, and an unknown name raises
+:class:`UnknownMetricError` listing the available ones. Model-backed scorers
+(``rerank/``) can register here too: a :class:`Metric` only needs a per-example
+``score(example, summary) -> dict`` and a corpus ``aggregate(rows) -> dict``.
+
+Row keys starting with ``_`` carry objects for ``aggregate`` (for example
+FairSumm's per-value terms for SOF) and never reach the tables.
+
+Summaries are given as :class:`Scored` items (row id, example, summary text),
+so one example can be scored against several summaries (its references).
+
+Tables written by :func:`write_tables` for ``--out runs/x.jsonl``:
+``runs/x.jsonl`` and ``runs/x.csv`` (one row per summary: ``id``, ``example_id``
+and the metrics' columns), ``runs/x.corpus.jsonl`` and ``runs/x.corpus.csv``
+(one row per corpus statistic: ``metric``, ``value``, ``n``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.schema import DataError, Example
+
+Row = dict[str, Any]
+
+
+class UnknownMetricError(ValueError):
+    """A metric name that is not registered; the message lists the available ones."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registered metric.
+
+    Args:
+        name: registry name (``--metrics`` choice).
+        help: one line for ``--help``.
+        score: ``score(example, summary) -> row`` with float columns (and ``_``-private objects).
+        aggregate: ``aggregate(rows) -> {statistic: value}`` over this metric's rows.
+    """
+
+    name: str
+    help: str
+    score: Callable[[Example, str], Row]
+    aggregate: Callable[[list[Row]], dict[str, float]]
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    """Add ``metric`` to :data:`METRICS`; a second metric with the same name is an error."""
+    if metric.name in METRICS:
+        raise ValueError(f"a metric named {metric.name!r} is already registered")
+    METRICS[metric.name] = metric
+    return metric
+
+
+def get_metric(name: str) -> Metric:
+    """The registered metric ``name``, or :class:`UnknownMetricError` listing the available ones."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise UnknownMetricError(
+            f"Unknown metric {name!r}. Available: {', '.join(sorted(METRICS))}"
+        ) from None
+
+
+def resolve_metrics(names: str | Iterable[str]) -> list[Metric]:
+    """Metrics from a comma-separated string or a list of names (duplicates removed, order kept)."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    names = [n for n in dict.fromkeys(names) if n]
+    if not names:
+        raise UnknownMetricError(f"no metric given. Available: {', '.join(sorted(METRICS))}")
+    return [get_metric(n) for n in names]
+
+
+# ---------------------------------------------------------------- metrics
+
+SOURCE_SEPARATOR = "\n"  # between documents for MINT and fragments: a spaCy whitespace token
+
+
+def _mean_columns(rows: list[Row], columns: Sequence[str]) -> dict[str, float]:
+    return {c: float(np.mean([r[c] for r in rows])) for c in columns}
+
+
+@lru_cache(maxsize=64)
+def _spacy_source(text: str) -> tuple[str, ...]:
+    from evaluation.text import spacy_tokens
+
+    return tuple(spacy_tokens(text))
+
+
+def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], list[str]]:
+    from evaluation.text import spacy_tokens
+
+    tokens = spacy_tokens(summary)
+    if not any(t.strip() for t in tokens):
+        raise DataError(f"example {example.id!r}: the summary is empty")
+    return _spacy_source(example.source_text(SOURCE_SEPARATOR)), tokens
+
+
+def _score_mint(example: Example, summary: str) -> Row:
+    from evaluation.mint import mint_tokens
+
+    source, tokens = _summary_tokens(example, summary)
+    s = mint_tokens(source, tokens)
+    return {
+        "mint": s.mint,
+        "mint_p1": s.p1,
+        "mint_p2": s.p2,
+        "mint_p3": s.p3,
+        "mint_p4": s.p4,
+        "mint_lcsr": s.lcsr,
+    }
+
+
+MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
+register(
+    Metric(
+        "mint",
+        "MINT abstractiveness (Dreyer et al. 2023) and its components, corpus mean",
+        _score_mint,
+        lambda rows: _mean_columns(rows, MINT_COLUMNS),
+    )
+)
+
+
+def _score_fragments(example: Example, summary: str) -> Row:
+    from evaluation.fragments import fragment_scores_tokens
+
+    source, tokens = _summary_tokens(example, summary)
+    f = fragment_scores_tokens(source, tokens)
+    return {
+        "frag_coverage": f.coverage,
+        "frag_density": f.density,
+        "frag_compression": f.compression,
+        "novel_1": f.novel_1,
+        "novel_2": f.novel_2,
+        "novel_3": f.novel_3,
+        "novel_4": f.novel_4,
+    }
+
+
+FRAGMENT_COLUMNS = (
+    "frag_coverage",
+    "frag_density",
+    "frag_compression",
+    "novel_1",
+    "novel_2",
+    "novel_3",
+    "novel_4",
+)
+register(
+    Metric(
+        "fragments",
+        "extractive fragment coverage/density/compression (Grusky et al. 2018), novel n-grams",
+        _score_fragments,
+        lambda rows: _mean_columns(rows, FRAGMENT_COLUMNS),
+    )
+)
+
+
+@lru_cache(maxsize=64)
+def _group_profile(
+    groups: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, int], dict[str, frozenset]]:
+    from evaluation.text import fairsumm_tokens
+
+    tokens = {g: fairsumm_tokens(text) if text else [] for g, text in groups}
+    return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
+
+
+def _score_fairsumm(example: Example, summary: str) -> Row:
+    from evaluation.fairsumm import auc, sample_fairness
+    from evaluation.text import fairsumm_tokens
+
+    missing = [i for i, d in enumerate(example.documents) if d.group is None]
+    if missing:
+        raise DataError(
+            f"example {example.id!r}: documents {missing[:5]} have no `group`; "
+            "fairsumm needs a group label on every document"
+        )
+    groups = example.group_texts(" ")
+    if len(groups) < 2:
+        raise DataError(
+            f"example {example.id!r}: fairsumm needs at least two groups (attribute values), "
+            f"got {list(groups)}; give `group_values` or documents from two groups"
+        )
+    counts, vocab = _group_profile(tuple(groups.items()))
+    if sum(counts.values()) == 0:
+        raise DataError(f"example {example.id!r}: the documents have no content words for fairsumm")
+    words = fairsumm_tokens(summary)
+    target = {g: sum(w in v for w in words) for g, v in vocab.items()}
+    result = sample_fairness(counts, target)
+    return {
+        "fairsumm_uer": result.uer,
+        "fairsumm_unfair": float(result.unfair),
+        "fairsumm_auc": auc(counts, target),
+        "fairsumm_groups": float(sum(c > 0 for c in counts.values())),
+        "_fairsumm": result,
+    }
+
+
+def _aggregate_fairsumm(rows: list[Row]) -> dict[str, float]:
+    from evaluation.fairsumm import corpus_fairness
+
+    corpus = corpus_fairness([r["_fairsumm"] for r in rows])
+    multi = [r["fairsumm_unfair"] for r in rows if r["fairsumm_groups"] >= 2]
+    return {
+        "fairsumm_bur": corpus.bur,
+        "fairsumm_uer": corpus.uer,
+        "fairsumm_sof": corpus.sof,
+        "fairsumm_auc": float(np.mean([r["fairsumm_auc"] for r in rows])),
+        "fairsumm_bur_multigroup": float(np.mean(multi)) if multi else 0.0,
+    }
+
+
+register(
+    Metric(
+        "fairsumm",
+        "FairSumm BUR/UER/SOF/AUC with the N-gram matching target (Zhang et al. 2024)",
+        _score_fairsumm,
+        _aggregate_fairsumm,
+    )
+)
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One summary to score: its row id, its example, its text."""
+
+    id: str
+    example: Example
+    summary: str
+
+
+@dataclass
+class EvaluationReport:
+    """Per-summary rows and corpus statistics (``metric``, ``value``, ``n``)."""
+
+    rows: list[Row] = field(default_factory=list)
+    corpus: list[Row] = field(default_factory=list)
+
+
+def evaluate(
+    items: Sequence[Scored], metrics: str | Iterable[str], progress: bool = False
+) -> EvaluationReport:
+    """Score every item with every metric; aggregate each metric over the corpus.
+
+    Raises DataError (naming the example) for inputs a metric cannot score.
+    """
+    chosen = resolve_metrics(metrics)
+    if not items:
+        raise DataError("nothing to evaluate: no summaries were given")
+    iterator: Iterable[Scored] = items
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(items, desc="evaluate", unit="summary")
+    rows: list[Row] = []
+    per_metric: dict[str, list[Row]] = {m.name: [] for m in chosen}
+    for item in iterator:
+        row: Row = {"id": item.id, "example_id": item.example.id}
+        for metric in chosen:
+            scores = metric.score(item.example, item.summary)
+            per_metric[metric.name].append(scores)
+            row.update(scores)
+        rows.append({k: v for k, v in row.items() if not k.startswith("_")})
+    corpus = [
+        {"metric": stat, "value": value, "n": len(items)}
+        for metric in chosen
+        for stat, value in metric.aggregate(per_metric[metric.name]).items()
+    ]
+    return EvaluationReport(rows=rows, corpus=corpus)
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def read_summaries(path: str | Path) -> dict[str, str]:
+    """``{id: summary}`` from a JSONL file of ``{"id": ..., "summary": ...}`` lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: summaries file not found")
+    out: dict[str, str] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+            if not isinstance(record, dict) or "id" not in record or "summary" not in record:
+                raise DataError(f"{path}:{number}: each line needs fields `id` and `summary`")
+            if not isinstance(record["summary"], str):
+                raise DataError(f"{path}:{number}: field `summary` must be a string")
+            key = str(record["id"])
+            if key in out:
+                raise DataError(f"{path}:{number}: duplicate id {key!r}")
+            out[key] = record["summary"]
+    return out
+
+
+def select_summaries(examples: Sequence[Example], spec: str) -> list[Scored]:
+    """The summaries to score, from ``--summaries``.
+
+    ``spec`` is a JSONL path (one summary per example id, every example needs
+    one), ``references`` (each example's first reference), ``references:K``
+    (its K-th reference, from 0) or ``references:all`` (every reference, rows
+    ``<id>#ref<K>``).
+    """
+    if spec == "references" or spec.startswith("references:"):
+        which = spec.partition(":")[2] or "0"
+        if which != "all" and not which.isdigit():
+            raise DataError(f"--summaries {spec!r}: use references, references:K or references:all")
+        items = []
+        for ex in examples:
+            if not ex.references:
+                raise DataError(f"example {ex.id!r} has no `references` for --summaries {spec}")
+            if which == "all":
+                items.extend(Scored(f"{ex.id}#ref{k}", ex, r) for k, r in enumerate(ex.references))
+            elif int(which) >= len(ex.references):
+                raise DataError(
+                    f"example {ex.id!r} has {len(ex.references)} references; --summaries {spec} needs more"
+                )
+            else:
+                items.append(Scored(ex.id, ex, ex.references[int(which)]))
+        return items
+    summaries = read_summaries(spec)
+    ids = {ex.id for ex in examples}
+    missing = [ex.id for ex in examples if ex.id not in summaries]
+    unknown = [k for k in summaries if k not in ids]
+    if missing:
+        raise DataError(f"{spec}: no summary for {len(missing)} example(s), e.g. {missing[:5]}")
+    if unknown:
+        raise DataError(f"{spec}: ids not in the data: {unknown[:5]}")
+    return [Scored(ex.id, ex, summaries[ex.id]) for ex in examples]
+
+
+# ---------------------------------------------------------------- tables
+
+
+def table_paths(out: str | Path) -> dict[str, Path]:
+    """The four table paths for ``--out`` (a ``.jsonl`` suffix is optional)."""
+    out = Path(out)
+    base = out.with_suffix("") if out.suffix == ".jsonl" else out
+    stem = base.name
+    return {
+        "rows_jsonl": base.with_name(stem + ".jsonl"),
+        "rows_csv": base.with_name(stem + ".csv"),
+        "corpus_jsonl": base.with_name(stem + ".corpus.jsonl"),
+        "corpus_csv": base.with_name(stem + ".corpus.csv"),
+    }
+
+
+def _write(rows: list[Row], jsonl: Path, csv_path: Path) -> None:
+    with jsonl.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with csv_path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_tables(report: EvaluationReport, out: str | Path) -> dict[str, Path]:
+    """Write the per-summary and corpus tables (JSONL + CSV); return their paths."""
+    paths = table_paths(out)
+    paths["rows_jsonl"].parent.mkdir(parents=True, exist_ok=True)
+    _write(report.rows, paths["rows_jsonl"], paths["rows_csv"])
+    _write(report.corpus, paths["corpus_jsonl"], paths["corpus_csv"])
+    return paths
+
+
+def format_corpus(report: EvaluationReport) -> str:
+    """The corpus statistics as an aligned text table."""
+    width = max([len("metric"), *(len(r["metric"]) for r in report.corpus)])
+    lines = [f"{'metric':<{width}}  {'value':>10}  {'n':>6}"]
+    lines += [f"{r['metric']:<{width}}  {r['value']:>10.4f}  {r['n']:>6}" for r in report.corpus]
+    return "\n".join(lines)

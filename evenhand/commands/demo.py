@@ -1,0 +1,34 @@
+"""``evenhand demo``: the main job on the bundled demo data with the embedded default model."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "demo"
+HELP = "Summarize a bundled multi-perspective demo example with the embedded model and score it."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which demo example, model and length."""
+    parser.add_argument(
+        "--example", default="headphones",
+        help="Demo example id (see `evenhand demo --list`), or 'all'.",
+    )
+    parser.add_argument("--list", action="store_true", help="List the demo examples and exit.")
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="Generator model.")
+    parser.add_argument("--max-new-tokens", type=int, default=80, help="Summary length cap.")
+    parser.add_argument("--seed", type=int, default=0, help="Random seed.")
+    parser.add_argument("--out", default=None, help="Also write the results as JSONL here.")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate and print the summary (and its scores) of the chosen demo example(s)."""
+    from evenhand.demo import demo_examples, run_demo
+
+    examples = demo_examples()
+    if args.list:
+        for ex in examples:
+            counts = {g: ex.labels.count(g) for g in ex.groups}
+            print(f"{ex.id:22s} {ex.attribute:10s} {counts}")
+        return 0
+    return run_demo(args)

@@ -1,0 +1,62 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from evenhand.cli import COMMANDS, build_parser, main
+
+
+def test_every_command_has_help(capsys):
+    parser = build_parser()
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args([name, "--help"])
+        assert exit_.value.code == 0
+        assert "usage: evenhand " + name in capsys.readouterr().out
+
+
+def test_top_level_help_is_fast_and_lists_commands():
+    out = subprocess.run([sys.executable, "-m", "evenhand", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for name in COMMANDS:
+        assert name in out
+
+
+def test_bad_jsonl_exits_2_with_one_line(tmp_path, capsys):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(json.dumps({"id": "a", "documents": ["ok"]}) + "\n"
+                    + json.dumps({"id": "b", "documents": [{"group": "g"}]}) + "\n")
+    code = main(["generate", "--data", str(data), "--out", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert f"{data}:2:" in err and "`text`" in err
+
+
+def test_missing_data_file_exits_2_naming_path(tmp_path, capsys):
+    missing = tmp_path / "nope.jsonl"
+    assert main(["generate", "--data", str(missing), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_demo_list(capsys):
+    assert main(["demo", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "headphones" in out and "city-bikes-debate" in out
+
+
+def test_demo_unknown_example(capsys):
+    assert main(["demo", "--example", "zzz"]) == 2
+    assert "unknown demo example 'zzz'" in capsys.readouterr().err
+
+
+def test_demo_data_is_unbalanced_and_valid():
+    from evenhand.demo import demo_examples
+
+    examples = demo_examples()
+    assert len(examples) == 12
+    for ex in examples:
+        groups = ex.require_groups()
+        counts = [ex.labels.count(g) for g in groups if g in ex.labels]
+        assert max(counts) >= 2 * min(counts), ex.id  # a majority group dominates on purpose

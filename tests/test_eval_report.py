@@ -1,0 +1,192 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluation.report import (
+    METRICS,
+    Metric,
+    Scored,
+    UnknownMetricError,
+    evaluate,
+    format_corpus,
+    get_metric,
+    register,
+    resolve_metrics,
+    select_summaries,
+    table_paths,
+    write_tables,
+)
+from evaluation.schema import DataError, Document, Example
+from evenhand.cli import main
+from tests.eval_shared import shared_file
+
+
+def example(id_="e1", groups=("pos", "neg")):
+    docs = [Document("Great shoes, great fit.", groups[0]), Document("Bad shoes.", groups[1])]
+    return Example(id=id_, documents=docs, references=["Great shoes.", "Bad shoes."])
+
+
+def test_unknown_metric_lists_available():
+    with pytest.raises(
+        UnknownMetricError, match=r"Unknown metric 'nope'. Available: .*fairsumm.*mint"
+    ):
+        get_metric("nope")
+    assert [m.name for m in resolve_metrics("mint, fragments,mint")] == ["mint", "fragments"]
+
+
+def test_duplicate_registration_rejected():
+    with pytest.raises(ValueError, match="already registered"):
+        register(Metric("mint", "", lambda e, s: {}, lambda rows: {}))
+    assert set(METRICS) >= {"mint", "fragments", "fairsumm"}
+
+
+def test_evaluate_rows_and_corpus(tmp_path):
+    items = [Scored("a", example(), "Great shoes."), Scored("b", example("e2"), "Bad shoes.")]
+    report = evaluate(items, "mint,fragments,fairsumm")
+    assert [r["id"] for r in report.rows] == ["a", "b"]
+    assert not any(k.startswith("_") for r in report.rows for k in r)
+    corpus = {r["metric"]: r["value"] for r in report.corpus}
+    assert corpus["fairsumm_bur"] == pytest.approx(
+        sum(r["fairsumm_unfair"] for r in report.rows) / 2
+    )
+    # "great shoe" hits pos twice and neg once; s = (4/6, 2/6), t = (2/3, 1/3): fair
+    assert report.rows[0]["fairsumm_uer"] == pytest.approx(0.0)
+    paths = write_tables(report, tmp_path / "run.jsonl")
+    assert paths == table_paths(tmp_path / "run")
+    assert [json.loads(line)["id"] for line in paths["rows_jsonl"].read_text().splitlines()] == [
+        "a",
+        "b",
+    ]
+    assert paths["corpus_csv"].read_text().startswith("metric,value,n")
+    assert "fairsumm_bur" in format_corpus(report)
+
+
+def test_fairsumm_needs_groups():
+    ex = Example(id="x", documents=[Document("Great shoes.")])
+    with pytest.raises(DataError, match="no `group`"):
+        evaluate([Scored("x", ex, "shoes")], ["fairsumm"])
+    with pytest.raises(DataError, match="at least two groups"):
+        evaluate([Scored("x", example(groups=("pos", "pos")), "shoes")], ["fairsumm"])
+
+
+def test_select_summaries(tmp_path):
+    exs = [example("e1"), example("e2")]
+    assert [i.summary for i in select_summaries(exs, "references")] == ["Great shoes."] * 2
+    assert [i.summary for i in select_summaries(exs, "references:1")] == ["Bad shoes."] * 2
+    assert [i.id for i in select_summaries(exs, "references:all")] == [
+        "e1#ref0",
+        "e1#ref1",
+        "e2#ref0",
+        "e2#ref1",
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"id": "e1", "summary": "x"}\n{"id": "e2", "summary": "y"}\n')
+    assert [i.summary for i in select_summaries(exs, str(path))] == ["x", "y"]
+    path.write_text('{"id": "e1", "summary": "x"}\n')
+    with pytest.raises(DataError, match="no summary for 1"):
+        select_summaries(exs, str(path))
+    with pytest.raises(DataError, match="references:2 needs more"):
+        select_summaries(exs, "references:2")
+
+
+def write_data(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        json.dumps(
+            {
+                "id": "e1",
+                "documents": [
+                    {"text": "Great shoes, great fit.", "group": "pos"},
+                    {"text": "Bad shoes.", "group": "neg"},
+                ],
+                "references": ["Great shoes."],
+            }
+        )
+        + "\n"
+    )
+    return data
+
+
+def test_cli_writes_tables_and_prints(tmp_path, capsys):
+    out = tmp_path / "out" / "run.jsonl"
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(write_data(tmp_path)),
+            "--summaries",
+            "references",
+            "--metrics",
+            "mint,fragments,fairsumm",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    assert "fairsumm_uer" in capsys.readouterr().out
+    assert all(p.is_file() for p in table_paths(out).values())
+
+
+@pytest.mark.parametrize(
+    ("summaries", "metrics", "message"),
+    [("references", "bogus", "Unknown metric 'bogus'"), ("missing.jsonl", "mint", "not found")],
+)
+def test_cli_bad_input_exits_2(tmp_path, capsys, summaries, metrics, message):
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(write_data(tmp_path)),
+            "--summaries",
+            summaries,
+            "--metrics",
+            metrics,
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", "--help"])
+    assert exit_info.value.code == 0
+    assert "--summaries" in capsys.readouterr().out
+
+
+def test_fairsumm_gold_regression():
+    """BUR/UER (N-gram) of Amazon's gold summaries, each reference a separate summary."""
+    from evaluation.loaders import load_examples
+
+    examples = load_examples(shared_file("perspectivesumm/amazon_gold.json"))
+    report = evaluate(select_summaries(examples, "references:all"), ["fairsumm"])
+    corpus = {r["metric"]: r["value"] for r in report.corpus}
+    assert corpus["fairsumm_bur"] == pytest.approx(0.65)
+    assert corpus["fairsumm_uer"] == pytest.approx(0.0419, abs=5e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.permutations(range(5)))
+def test_fairsumm_invariant_to_document_order(order):
+    texts = [
+        ("Great shoes, great fit.", "pos"),
+        ("Bad shoes, they broke.", "neg"),
+        ("Okay shoes for the price.", "neu"),
+        ("Love the color.", "pos"),
+        ("Terrible laces.", "neg"),
+    ]
+    docs = [Document(*texts[i]) for i in order]
+    base = Example(
+        id="e", documents=[Document(*t) for t in texts], group_values=["pos", "neu", "neg"]
+    )
+    shuffled = Example(id="e", documents=docs, group_values=["pos", "neu", "neg"])
+    summary = "Great shoes and color, but the laces broke."
+    a = evaluate([Scored("e", base, summary)], ["fairsumm"]).rows[0]
+    b = evaluate([Scored("e", shuffled, summary)], ["fairsumm"]).rows[0]
+    assert a == pytest.approx(b)

@@ -1,0 +1,102 @@
+import pytest
+
+from decoding.generate import GenerateConfig, generate
+from decoding.prompting import build_prompt, chat_prompt, format_documents
+from evaluation.schema import DataError, Document, Example
+
+EXAMPLES = [
+    Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],
+            attribute="sentiment"),
+    Example("b", [Document("Battery lasts two days.", "5")], attribute="rating"),
+    Example("c", [Document("Too loud.", "x"), Document("Fine.", "y"), Document("Ok.", "y")]),
+]
+
+
+def test_prompt_plain_text_no_numbering():
+    text = build_prompt(EXAMPLES[0])
+    assert "The soup was cold.\n\nLovely staff." in text
+    assert "1." not in text and "[sentiment" not in text
+    labelled = build_prompt(EXAMPLES[0], fair_prompt="labels")
+    assert "[sentiment: neg] The soup was cold." in labelled
+    assert "fair" in build_prompt(EXAMPLES[0], fair_prompt="definition").lower()
+    with pytest.raises(ValueError, match="`fair_prompt` must be one of"):
+        build_prompt(EXAMPLES[0], fair_prompt="bogus")
+
+
+def test_example_prompt_wins():
+    ex = Example("p", [Document("x")], prompt="Given texts, summarize.")
+    assert build_prompt(ex) == "Given texts, summarize."
+    assert format_documents(ex) == "x"
+
+
+def test_chat_prompt_ends_with_assistant_turn(tokenizer):
+    text = chat_prompt(tokenizer, "hello")
+    assert text.endswith("<|im_start|>assistant\n") and "hello" in text
+
+
+def test_generate_is_deterministic_and_batch_independent(tiny_causal):
+    model, tok = tiny_causal
+    config = GenerateConfig(max_new_tokens=6, num_beams=2, batch_size=2)
+    first = generate(model, tok, EXAMPLES, config, progress=False)
+    again = generate(model, tok, EXAMPLES, config, progress=False)
+    assert first == again and len(first) == 3
+    sampled = GenerateConfig(max_new_tokens=6, num_beams=1, do_sample=True, seed=5, batch_size=2)
+    s1 = generate(model, tok, EXAMPLES, sampled, progress=False)
+    s2 = generate(model, tok, EXAMPLES, sampled, progress=False)
+    assert s1 == s2
+
+
+def test_generate_calls_processor_builders_and_on_batch(tiny_causal):
+    model, tok = tiny_causal
+    seen, batches = [], []
+
+    class ForceToken:
+        def __call__(self, input_ids, scores):
+            out = scores.new_full(scores.shape, float("-inf"))
+            out[:, tok.convert_tokens_to_ids("Ġyes")] = 0.0
+            return out
+
+    def builder(batch):
+        seen.append((len(batch.examples), batch.prompt_length == batch.input_ids.shape[1]))
+        return [ForceToken()]
+
+    config = GenerateConfig(max_new_tokens=3, num_beams=1, batch_size=2,
+                            no_repeat_ngram_size=0, repetition_penalty=1.0)
+    out = generate(model, tok, EXAMPLES, config, processor_builders=[builder], progress=False,
+                   on_batch=lambda exs, texts: batches.append([e.id for e in exs]))
+    assert seen == [(2, True), (1, True)]
+    assert batches == [["a", "b"], ["c"]]
+    assert out == ["yes yes yes"] * 3
+
+
+def test_context_overflow_names_example_and_field(tiny_causal):
+    model, tok = tiny_causal
+    long = Example("long", [Document("word " * 3000)])
+    with pytest.raises(DataError, match=r"example 'long': `documents` take \d+ prompt tokens"):
+        generate(model, tok, [long], GenerateConfig(max_new_tokens=4), progress=False)
+
+
+def test_generate_rejects_empty_document(tiny_causal):
+    model, tok = tiny_causal
+    with pytest.raises(DataError, match=r"`documents\[0\].text` is empty"):
+        generate(model, tok, [Example("e", [Document(" ")])], progress=False)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_new_tokens=0), "`max_new_tokens` must be a positive int, got 0"),
+    (dict(num_beams=0), "`num_beams` must be a positive int"),
+    (dict(temperature=0.0), "`temperature` must be a positive float"),
+    (dict(top_p=0.9), "only apply with `do_sample=True`"),
+])
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        GenerateConfig(**kwargs)
+
+
+def test_seq2seq_generation(tokenizer):
+    from decoding.models import tiny_model
+
+    model, tok = tiny_model("seq2seq", tokenizer=tokenizer)
+    out = generate(model, tok, EXAMPLES[:2], GenerateConfig(max_new_tokens=4, num_beams=2),
+                   progress=False)
+    assert len(out) == 2 and all(isinstance(s, str) for s in out)
