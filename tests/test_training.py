@@ -412,3 +412,20 @@ def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, caps
     assert "0.5000" in capsys.readouterr().out
     path.write_text("iterations: 3\nbogus: 1\n")
     assert main(["train", "--config", str(path)]) == 2
+
+
+@pytest.mark.slow
+def test_embedded_model_is_trainable_after_dropping_the_gguf_marker():
+    from peft import LoraConfig, get_peft_model
+    from transformers.trainer_utils import validate_quantization_for_training
+
+    from decoding.models import load_generator
+    from training.loop import drop_gguf_marker
+
+    model, _ = load_generator("smollm2-135m-instruct", device="cpu")
+    before = {k: v.clone() for k, v in model.state_dict().items() if "mlp" in k or "embed" in k}
+    peft_model = get_peft_model(drop_gguf_marker(model), LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+    assert not model.is_quantized
+    validate_quantization_for_training(peft_model)  # raised for the GGUF-marked model before
+    after = model.state_dict()
+    assert all((after[k] == v).all() for k, v in before.items())  # weights untouched

@@ -140,6 +140,21 @@ def check_resumable(out_dir: Path, config: DPORRConfig) -> None:
         )
 
 
+def drop_gguf_marker(model: Any) -> Any:
+    """Forget a GGUF quantization marker on a model whose weights are already floats.
+
+    The embedded SmolLM2 folder is converted from a GGUF file and its config keeps
+    ``quantization_config: gguf``; transformers then attaches a GGUF quantizer and
+    ``Trainer`` refuses to train. GGUF weights are always de-quantized on load,
+    so the marker is dropped (the model's parameters are untouched).
+    """
+    quantizer = getattr(model, "hf_quantizer", None)
+    method = str(getattr(getattr(quantizer, "quantization_config", None), "quant_method", "")).lower()
+    if quantizer is not None and method.endswith("gguf"):
+        quantizer.remove_quantization_config(model)  # transformers' own "dequantized" clean-up
+    return model
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -218,6 +233,7 @@ class _Run:
 
         c = self.config
         base, self.tokenizer = load_generator(c.model, device=self.device, dtype=torch.float32)
+        drop_gguf_marker(base)
         if last > 0:
             adapter = iteration_dir(self.out, last) / "adapter"
             self.model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
