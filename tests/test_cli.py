@@ -66,3 +66,21 @@ def test_demo_data_is_unbalanced_and_valid():
         groups = ex.require_groups()
         counts = [ex.labels.count(g) for g in groups if g in ex.labels]
         assert max(counts) >= 2 * min(counts), ex.id  # a majority group dominates on purpose
+
+
+def test_evaluate_accepts_registered_scorers(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "e1", "documents": [
+        {"text": "The food was great.", "group": "pos"},
+        {"text": "The service was slow.", "group": "neg"}]}) + "\n")
+    summaries = tmp_path / "s.jsonl"
+    summaries.write_text(json.dumps({"id": "e1", "summary": "Great food but slow service."}) + "\n")
+    out = tmp_path / "scores.jsonl"
+    args = ["evaluate", "--data", str(data), "--summaries", str(summaries), "--out", str(out),
+            "--score-cache", "none"]
+    assert main([*args, "--metrics", "rouge-l-recall"]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    # LCS of 8 source tokens and the summary is 2 ("food ... service" / "great ... slow")
+    assert row["rouge-l-recall"] == 0.25
+    assert main([*args, "--metrics", "mint,nope"]) == 2
+    assert "Unknown metric 'nope'. Available: mint" in capsys.readouterr().err

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics",
         default="mint,fragments",
-        help="comma-separated metric names (default: mint,fragments; also: fairsumm)",
+        help="comma-separated metric names (default: mint,fragments; also: fairsumm) and "
+        "registered scorer names (alignscore, equal-coverage, llm-coverage, rouge-l-recall...)",
     )
     parser.add_argument(
         "--out",
@@ -41,11 +42,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-example table path (.jsonl); .csv and .corpus.jsonl/.corpus.csv go next to it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    from evenhand.commands._scoring import add_scorer_options
+
+    add_scorer_options(parser)
+
+
+def split_metrics(names: str) -> tuple[list[str], list[str]]:
+    """(evaluation metric names, rerank scorer names); unknown names raise listing both."""
+    from evaluation.report import METRICS, UnknownMetricError
+    from rerank.registry import available
+
+    metrics, scorers = [], []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        if name in METRICS:
+            metrics.append(name)
+        elif name in available():
+            scorers.append(name)
+        else:
+            raise UnknownMetricError(
+                f"Unknown metric {name!r}. Available: {', '.join([*METRICS, *available()])}"
+            )
+    return metrics, scorers
+
+
+def add_scorer_columns(report, items, scorers, args) -> None:  # noqa: ANN001
+    """Score every item with each rerank scorer; add per-row columns and corpus means."""
+    from evenhand.commands._scoring import score_cache, scorer_options
+    from rerank.registry import get_scorer
+
+    options = scorer_options(args, scorers)
+    examples = [item.example for item in items]
+    summaries = [item.summary for item in items]
+    for name in scorers:
+        scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
+        details = scorer.score_details(examples, summaries)
+        for row, detail in zip(report.rows, details):
+            row[name] = float(detail["score"])
+            if scorer.model_id:
+                row[f"{name}_backend"] = scorer.model_id
+        values = [float(d["score"]) for d in details]
+        report.corpus.append({"metric": name, "value": sum(values) / len(values), "n": len(values)})
 
 
 def run(args: argparse.Namespace) -> int:
     from evaluation.loaders import load_examples
     from evaluation.report import (
+        EvaluationReport,
         UnknownMetricError,
         evaluate,
         format_corpus,
@@ -56,10 +98,18 @@ def run(args: argparse.Namespace) -> int:
     from evaluation.schema import DataError
 
     try:
-        metrics = [m.name for m in resolve_metrics(args.metrics)]
+        names, scorers = split_metrics(args.metrics)
         examples = load_examples(args.data)
         items = select_summaries(examples, args.summaries)
-        report = evaluate(items, metrics, progress=not args.quiet and len(items) > 50)
+        if names:
+            metrics = [m.name for m in resolve_metrics(names)]
+            report = evaluate(items, metrics, progress=not args.quiet and len(items) > 50)
+        else:  # scorers only
+            report = EvaluationReport(
+                rows=[{"id": it.id, "example_id": it.example.id} for it in items]
+            )
+        if scorers:
+            add_scorer_columns(report, items, scorers, args)
     except (DataError, UnknownMetricError) as err:
         print(f"evenhand evaluate: error: {err}", file=sys.stderr)
         return 2
