@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["demo", "generate", "evaluate", "rerank", "meta_eval"]
+COMMANDS = ["demo", "generate", "evaluate", "rerank", "meta-eval"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"evenhand.commands.{name}")
+        module = importlib.import_module(f"evenhand.commands.{name.replace('-', '_')}")
         cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
