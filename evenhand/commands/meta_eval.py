@@ -6,7 +6,7 @@ import argparse
 
 NAME = "meta-eval"
 HELP = (
-    "Meta-evaluate scorers on controlled summaries: Spearman rho and winrate with 95% "
+    "Meta-evaluate scorers on controlled summaries: Spearman rho and winrate with 95 percent "
     "bootstrap intervals against ground-truth coverage and faithfulness."
 )
 
