@@ -291,3 +291,23 @@ def load_backend(
             backend = NliClassifier(model, device, max_length)
         _LOADED[key] = backend
     return _LOADED[key]
+
+
+class AlignmentBackendMixin:
+    """For scorers whose config names an alignment ``model``/``base_model``: the lazily
+    loaded backend and the model id used in cache keys (``model|base_model``)."""
+
+    _backend: Any = None
+    config: Any
+
+    @property
+    def backend(self) -> Any:
+        """The alignment backend, loaded on first use."""
+        if self._backend is None:
+            c = self.config
+            self._backend = load_backend(c.model, c.base_model, c.device, c.max_length)
+        return self._backend
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.config.model}|{self.config.base_model}"

@@ -20,7 +20,7 @@ from evaluation.report import (
 )
 from evaluation.schema import DataError, Document, Example
 from evenhand.cli import main
-from tests.eval_shared import shared_file
+from tests.conftest import shared_file
 
 
 def example(id_="e1", groups=("pos", "neg")):

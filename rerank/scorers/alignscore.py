@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.schema import Example
+from rerank.alignment import AlignmentBackendMixin
 from rerank.registry import register
 from rerank.scorer import Scorer, ScorerConfig
 from rerank.text import alignscore_chunks, split_sentences
@@ -60,7 +61,7 @@ class AlignScoreConfig(ScorerConfig):
 
 
 @register("alignscore")
-class AlignScoreScorer(Scorer):
+class AlignScoreScorer(AlignmentBackendMixin, Scorer):
     """AlignScore-style factual consistency of a summary with its source, in [0, 1]."""
 
     Config = AlignScoreConfig
@@ -69,20 +70,6 @@ class AlignScoreScorer(Scorer):
     def __init__(self, config: AlignScoreConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._backend: Any = None
-
-    @property
-    def backend(self) -> Any:
-        """The alignment backend, loaded on first use."""
-        if self._backend is None:
-            from rerank.alignment import load_backend
-
-            c = self.config
-            self._backend = load_backend(c.model, c.base_model, c.device, c.max_length)
-        return self._backend
-
-    @property
-    def model_id(self) -> str:
-        return f"{self.config.model}|{self.config.base_model}"
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         plans = []

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluation.schema import Document, Example
+from rerank.alignment import AlignmentBackendMixin
 from rerank.registry import register
 from rerank.scorer import Scorer, ScorerConfig
 from rerank.text import split_sentences, word_blocks
@@ -104,7 +105,7 @@ def source_groups(example: Example, block_words: int) -> tuple[list[list[str]], 
 
 
 @register("equal-coverage")
-class EqualCoverageScorer(Scorer):
+class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
     """Negated Equal Coverage: 0 when every group's documents cover the summary alike."""
 
     Config = EqualCoverageConfig
@@ -138,20 +139,6 @@ class EqualCoverageScorer(Scorer):
             (reply,) = generate(model, tok, [request], config, progress=False)
             self._acus[summary] = parse_units(reply) or sentences
         return self._acus[summary]
-
-    @property
-    def backend(self) -> Any:
-        """The alignment backend, loaded on first use."""
-        if self._backend is None:
-            from rerank.alignment import load_backend
-
-            c = self.config
-            self._backend = load_backend(c.model, c.base_model, c.device, c.max_length)
-        return self._backend
-
-    @property
-    def model_id(self) -> str:
-        return f"{self.config.model}|{self.config.base_model}"
 
     def coverage_matrix(self, example: Example, summary: str) -> tuple[Any, list[str], str]:
         """(P[s, d] as a nested list, groups, groups_from) for one pair."""
