@@ -425,7 +425,7 @@ def test_embedded_model_is_trainable_after_dropping_the_gguf_marker():
     model, _ = load_generator("smollm2-135m-instruct", device="cpu")
     before = {k: v.clone() for k, v in model.state_dict().items() if "mlp" in k or "embed" in k}
     peft_model = get_peft_model(drop_gguf_marker(model), LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
-    assert not model.is_quantized
+    assert not getattr(model, "is_quantized", False)  # never set once the marker is gone
     validate_quantization_for_training(peft_model)  # raised for the GGUF-marked model before
     after = model.state_dict()
     assert all((after[k] == v).all() for k, v in before.items())  # weights untouched
