@@ -11,11 +11,23 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from evaluation.schema import DataError, Example
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-empty line; bad JSON raises naming file:line."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    yield lineno, json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -23,15 +35,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-    return rows
+    return [record for _, record in iter_jsonl(path)]
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:

@@ -74,17 +74,13 @@ def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Exam
 
 def load_jsonl(path: str | Path) -> list[Example]:
     """Generic JSONL: one example per non-empty line."""
+    from evaluation.jsonl import iter_jsonl
+
     path = Path(path)
-    examples = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
-            examples.append(example_from_dict(record, f"{path}:{lineno}", lineno - 1))
+    examples = [
+        example_from_dict(record, f"{path}:{lineno}", lineno - 1)
+        for lineno, record in iter_jsonl(path)
+    ]
     return _unique(examples, path)
 
 

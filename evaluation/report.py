@@ -298,23 +298,18 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
+    from evaluation.jsonl import iter_jsonl
+
     out: dict[str, str] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{number}: not valid JSON ({err.msg})") from None
-            if not isinstance(record, dict) or "id" not in record or "summary" not in record:
-                raise DataError(f"{path}:{number}: each line needs fields `id` and `summary`")
-            if not isinstance(record["summary"], str):
-                raise DataError(f"{path}:{number}: field `summary` must be a string")
-            key = str(record["id"])
-            if key in out:
-                raise DataError(f"{path}:{number}: duplicate id {key!r}")
-            out[key] = record["summary"]
+    for number, record in iter_jsonl(path):
+        if not isinstance(record, dict) or "id" not in record or "summary" not in record:
+            raise DataError(f"{path}:{number}: each line needs fields `id` and `summary`")
+        if not isinstance(record["summary"], str):
+            raise DataError(f"{path}:{number}: field `summary` must be a string")
+        key = str(record["id"])
+        if key in out:
+            raise DataError(f"{path}:{number}: duplicate id {key!r}")
+        out[key] = record["summary"]
     return out
 
 

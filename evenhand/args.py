@@ -55,3 +55,15 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
     }
     values.update({k: v for k, v in extra.items() if v is not None})
     return cls(**values)
+
+
+def load_limited(path: str, limit: int | None) -> list[Any]:
+    """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
+    from evaluation.loaders import load_examples
+
+    examples = load_examples(path)
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"`--limit` must be a positive int, got {limit}")
+        examples = examples[:limit]
+    return examples

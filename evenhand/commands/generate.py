@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from evenhand.args import add_dataclass_arguments, config_from_args
+from evenhand.args import add_dataclass_arguments, config_from_args, load_limited
 
 NAME = "generate"
 HELP = "Summarize every example of a data file into a JSONL file (one line per example)."
@@ -41,14 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from decoding.generate import GenerateConfig, generate
     from decoding.models import load_generator
     from evaluation.jsonl import ResumableJsonl
-    from evaluation.loaders import load_examples
 
     config = config_from_args(GenerateConfig, args)
-    examples = load_examples(args.data)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ValueError(f"`--limit` must be a positive int, got {args.limit}")
-        examples = examples[: args.limit]
+    examples = load_limited(args.data, args.limit)
     store = ResumableJsonl(args.out, resume=args.resume)
     todo = [ex for ex in examples if not store.done(ex.id)]
     if len(todo) < len(examples):

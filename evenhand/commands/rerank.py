@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from evenhand.args import add_dataclass_arguments, config_from_args
+from evenhand.args import add_dataclass_arguments, config_from_args, load_limited
 
 NAME = "rerank"
 HELP = "Best-of-N summarization: sample N candidates per example, score, keep the best (JSONL)."
@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     """Rerank, appending one record per example to --out; print a summary."""
     from decoding.generate import GenerateConfig
     from decoding.models import load_generator
-    from evaluation.loaders import load_examples
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
     from rerank.registry import get_scorer
     from rerank.reranker import RerankConfig, Reranker
@@ -58,11 +57,7 @@ def run(args: argparse.Namespace) -> int:
     )
     config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed)
     generate_config = config_from_args(GenerateConfig, args)
-    examples = load_examples(args.data)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ValueError(f"`--limit` must be a positive int, got {args.limit}")
-        examples = examples[: args.limit]
+    examples = load_limited(args.data, args.limit)
     model, tokenizer = load_generator(args.model, device=args.device)
     reranker = Reranker(model, tokenizer, scorer, config, generate_config)
     records = reranker.rerank(examples, out=args.out, resume=args.resume)
