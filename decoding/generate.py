@@ -38,6 +38,14 @@ class GenerateConfig:
     instruction: str | None = field(
         default=None, metadata={"help": "Instruction replacing the default summarization one."}
     )
+    response_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Text the summary starts with, e.g. 'The reviewers' (decoder-only chat "
+            "models): the model continues it and it is part of the output. Keeps small "
+            "models from opening with 'Here is a rewritten version...'."
+        },
+    )
     fair_prompt: str | None = field(
         default=None,
         metadata={"help": "Prompting baseline: 'definition' (FairSumm) or 'labels' (Equal Coverage)."},
@@ -199,8 +207,13 @@ def encode_prompts(
     """Tokenize the chat prompts of ``examples``; raise DataError if one exceeds the context."""
     from decoding.prompting import build_prompt, chat_prompt
 
+    if config.response_prefix and model.config.is_encoder_decoder:
+        raise ValueError(
+            "`response_prefix` needs a decoder-only model; drop it for encoder-decoder models"
+        )
     texts = [
         chat_prompt(tokenizer, build_prompt(ex, config.instruction, config.fair_prompt))
+        + (config.response_prefix or "")
         for ex in examples
     ]
     enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -301,7 +314,8 @@ def generate(
                 **fair.generate_kwargs,
             )
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
-        texts = [t.strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+        prefix = config.response_prefix or ""
+        texts = [(prefix + t).strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
         outputs.extend(texts)
         if on_batch is not None:
             on_batch(batch, texts)

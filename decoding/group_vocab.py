@@ -1,45 +1,64 @@
 """Which vocabulary tokens speak for which group: a per-example token -> group map.
 
-For an example whose documents carry group labels, a *content word* is a word of
-the tokenizer's segmentation — a word-start piece (SmolLM2's byte-level BPE marks
-it with ``Ġ``) plus its alphabetic continuation pieces — that is alphabetic, at
-least two letters long and no stop word. It is keyed by its lowercased first
-piece k, the token a generator has to emit to start writing it (words whose
-first piece is itself a stop word or one letter, like "any" of "anyway", are
-skipped: that token says nothing about the word). With n_{g,k} the
-occurrences of k in group g's documents, N_g = Σ_k n_{g,k} and the prior
-π_g = N_g / Σ_h N_h:
+The map counts words the way FairSumm's N-gram measure does (Zhang et al. 2024,
+:mod:`evaluation.fairsumm`), so that what the decoder steers is what the metric
+measures afterwards. For an example whose documents carry group labels:
 
-* membership   A[g, k] = 1 if n_{g,k} > 0 else 0 — FairSumm's N-gram target
-  counts a summary token for every group whose documents contain it;
-* specificity  S[g, k] = max(0, p(g|k) − π_g) / (1 − π_g), with
+* **keys** are FairSumm's content words (:func:`evaluation.text.fairsumm_tokens`:
+  lowercased NLTK tokens, stop words and punctuation dropped, lemmatized,
+  Porter-stemmed); n_{g,k} counts key k in group g's documents and
+  N_g = Σ_k n_{g,k} is exactly FairSumm's source count of g;
+* a **vocabulary token** maps to the key of the word it starts: every token
+  that is a word-start marker (``Ġ`` of byte-level BPE, ``▁`` of SentencePiece)
+  plus at least two ASCII letters, or a capitalized all-letter token (a word at
+  the very start of the text), maps to ``normalize_word(word.lower())`` unless
+  that word is a FairSumm filter word — so " works", " worked" and " Working"
+  all count for the key "work", as they do in the metric; contraction pieces
+  ("'m", "'s", "'t"...) map to the Treebank tokens FairSumm counts for them.
+  This index of the whole vocabulary is built once per tokenizer;
+* a source word the tokenizer splits into several pieces (" unbelie" +
+  "vable") also maps its **first piece** to the word's key (the piece the
+  generator has to emit to write it), when that piece is itself no filter
+  word and has at least three letters.
+
+With the prior π_g = N_g / Σ_h N_h, per token v with keys K(v):
+
+* membership   A[g, v] = 1 if n_{g,k} > 0 for some k in K(v) — FairSumm's
+  N-gram target counts a summary word for every group whose documents contain it;
+* specificity  S[g, v] = max_{k in K(v)} max(0, p(g|k) − π_g) / (1 − π_g), with
   p(g|k) = (n_{g,k} + λ·π_g) / (n_k + λ) smoothed towards the prior (λ =
-  ``smoothing``): near 1 for a token seen often and only in g, 0 for a token
+  ``smoothing``): near 1 for a word seen often and only in g, 0 for a word
   spread over the groups like the text itself;
 * source counts N_g — FairSumm's source distribution s_g ∝ N_g.
 
-Each key k is then expanded to the vocabulary ids of its single-token surface
-forms (``Ġk``, ``ĠK``, ``k``, ``K``), so "Great" at a sentence start counts like
-" great". :class:`GroupTables` stacks a batch of maps into dense tensors
-(built once per batch) together with each example's target distribution.
+What stays approximate: a generated multi-piece word counts through its first
+piece only; a summary word whose first piece is also the first piece of an
+unrelated source word is counted for that word's groups. :class:`GroupTables`
+stacks a batch of maps into dense tensors (built once per batch) together with
+each example's target distribution.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
 from evaluation.schema import DataError, Example
-from evaluation.text import NLTK_ENGLISH_STOP_WORDS
+from evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
 
 #: A fairness target: "ratio" (source distribution), "equal" (uniform) or shares per group.
 Fairness = Union[str, Mapping[str, float]]
 FAIRNESS_MODES = ("ratio", "equal")
 DEFAULT_SMOOTHING = 1.0
-_WORD_START = "Ġ"
+_WORD_STARTS = ("Ġ", "▁")
+_LETTERS = re.compile(r"[A-Za-z]{3,}")
+#: Contraction pieces of byte-level BPE -> the NLTK Treebank token FairSumm counts for them
+#: ("I'm" -> "i" "'m"; "don't" -> "do" "n't", which BPE splits as " don" "'t").
+_CONTRACTIONS = {"'m": "'m", "'re": "'re", "'s": "'s", "'ve": "'ve", "'ll": "'ll", "'d": "'d", "'t": "n't"}
 
 
 def parse_fairness(value: Fairness | None) -> str | dict[str, float] | None:
@@ -78,47 +97,72 @@ def parse_fairness(value: Fairness | None) -> str | dict[str, float] | None:
     return shares
 
 
+def _word_of(piece: str) -> str | None:
+    """The word a vocabulary piece starts, or None when it starts no word (see module doc)."""
+    for marker in _WORD_STARTS:
+        if piece.startswith(marker):
+            word = piece[len(marker) :]
+            return word if len(word) >= 2 and word.isascii() and word.isalpha() else None
+    if len(piece) >= 2 and piece.isascii() and piece.isalpha() and piece[0].isupper():
+        return piece
+    return None
+
+
 @lru_cache(maxsize=8)
-def _vocab(tokenizer: Any) -> dict[str, int]:
-    return dict(tokenizer.get_vocab())
+def key_index(tokenizer: Any) -> dict[str, tuple[int, ...]]:
+    """FairSumm key -> the vocabulary ids of the tokens that start a word with that key.
+
+    Built once per tokenizer (a few seconds: every word-start token is lemmatized and
+    stemmed). Filter words (stop words, punctuation) have no key; the contraction
+    pieces ``'m 're 's 've 'll 'd 't`` map to the key of the Treebank token FairSumm
+    counts for them (``'t`` to ``n't``).
+    """
+    index: dict[str, list[int]] = {}
+    for piece, token_id in tokenizer.get_vocab().items():
+        if piece in _CONTRACTIONS:
+            index.setdefault(normalize_word(_CONTRACTIONS[piece]), []).append(token_id)
+            continue
+        word = _word_of(piece)
+        if word is None:
+            continue
+        low = word.lower()
+        if low not in FAIRSUMM_FILTER_WORDS:
+            index.setdefault(normalize_word(low), []).append(token_id)
+    return {key: tuple(sorted(ids)) for key, ids in index.items()}
 
 
-def _content_words(tokenizer: Any, text: str, stop_words: frozenset[str]) -> list[str]:
-    """The lowercased first pieces of ``text``'s content words, every occurrence."""
-    ids = tokenizer(" " + " ".join(text.split()), add_special_tokens=False)["input_ids"]
-    pieces = tokenizer.convert_ids_to_tokens(ids)
-    keys: list[str] = []
-    first, word = "", ""
+def first_pieces(tokenizer: Any, text: str) -> list[tuple[int, str]]:
+    """(first piece id, key) of each word of ``text`` the tokenizer splits into several pieces.
 
-    def close() -> None:
-        key = first.lower()
-        if word.isalpha() and len(word) >= 2 and word.lower() not in stop_words:
-            if len(key) >= 2 and key not in stop_words:  # "Ġany" of "anyway" stays a stop word
-                keys.append(key)
-
-    for piece in pieces:
-        if piece.startswith(_WORD_START):
-            close()
-            first = word = piece[len(_WORD_START) :]
-        elif word and piece.isalpha():
-            word += piece
-        else:
-            close()
-            first = word = ""
-    close()
-    return keys
+    Only runs of ASCII letters (punctuation around them dropped) whose first piece is at least three letters and no filter
+    word are kept (" unbelie" + "vable" -> (id of " unbelie", key of "unbelievable")).
+    """
+    words = _LETTERS.findall(text)
+    out: list[tuple[int, str]] = []
+    if not words:
+        return out
+    encoded = tokenizer([" " + w for w in words], add_special_tokens=False)["input_ids"]
+    for word, ids in zip(words, encoded):
+        if len(ids) < 2:
+            continue
+        piece = _word_of(tokenizer.convert_ids_to_tokens(ids[0]))
+        low = word.lower()
+        if piece and len(piece) >= 3 and piece.lower() not in FAIRSUMM_FILTER_WORDS:
+            if low not in FAIRSUMM_FILTER_WORDS:
+                out.append((ids[0], normalize_word(low)))
+    return out
 
 
 @dataclass(frozen=True)
 class GroupVocab:
-    """One example's token -> group map over its K content tokens.
+    """One example's token -> group map over its K content tokens (each id once).
 
     Attributes:
         groups: the example's groups, in ``Example.groups`` order (G of them).
-        token_ids: (K,) vocabulary ids of the content tokens (surface forms expanded).
-        member: (G, K) 1.0 where the token occurs in the group's documents.
+        token_ids: (K,) vocabulary ids of the tokens that start a source content word.
+        member: (G, K) 1.0 where the token's word (key) occurs in the group's documents.
         specificity: (G, K) in [0, 1], how specific the token is to the group.
-        source_counts: (G,) content-word count of each group's documents.
+        source_counts: (G,) FairSumm content-word count of each group's documents.
     """
 
     groups: tuple[str, ...]
@@ -158,22 +202,17 @@ class GroupVocab:
         return raw / raw.sum()
 
 
-def build_group_vocab(
-    example: Example,
-    tokenizer: Any,
-    smoothing: float = DEFAULT_SMOOTHING,
-    stop_words: frozenset[str] = NLTK_ENGLISH_STOP_WORDS,
-) -> GroupVocab:
+def build_group_vocab(example: Example, tokenizer: Any, smoothing: float = DEFAULT_SMOOTHING) -> GroupVocab:
     """The token -> group map of ``example`` (formulas in the module docstring).
 
     Args:
         example: documents with a group label each and at least two groups.
-        tokenizer: the generator's tokenizer (a byte-level BPE marking word starts with ``Ġ``).
+        tokenizer: the generator's tokenizer (word starts marked with ``Ġ`` or ``▁``).
         smoothing: λ >= 0, pseudo-count pulling p(g|k) towards the prior π_g.
-        stop_words: lowercased words that are never content.
 
     Raises:
-        DataError: a document lacks a group or fewer than two groups have documents.
+        DataError: a document lacks a group, fewer than two groups have documents, or
+            no source word maps to a vocabulary token.
     """
     import torch
 
@@ -182,15 +221,27 @@ def build_group_vocab(
     groups = tuple(example.require_groups())
     index = {g: i for i, g in enumerate(groups)}
     counts: dict[str, list[int]] = {}
+    extra: dict[int, set[str]] = {}  # first pieces of multi-piece source words -> their keys
     for doc in example.documents:
-        for key in _content_words(tokenizer, doc.text, stop_words):
+        for key in fairsumm_tokens(doc.text):
             counts.setdefault(key, [0] * len(groups))[index[doc.group]] += 1
-    if not counts:
+        for token_id, key in first_pieces(tokenizer, doc.text):
+            extra.setdefault(token_id, set()).add(key)
+    vocab = key_index(tokenizer)
+    keys = sorted(counts)
+    column = {k: j for j, k in enumerate(keys)}
+    token_keys: dict[int, set[int]] = {}
+    for key in keys:
+        for token_id in vocab.get(key, ()):
+            token_keys.setdefault(token_id, set()).add(column[key])
+    for token_id, words in extra.items():
+        token_keys.setdefault(token_id, set()).update(column[k] for k in words if k in column)
+    token_keys = {t: ks for t, ks in token_keys.items() if ks}
+    if not token_keys:
         raise DataError(
             f"example {example.id!r}: the documents have no content words (only stop words, "
             "numbers or punctuation); fairness-aware decoding needs words to attribute"
         )
-    keys = sorted(counts)
     n = torch.tensor([counts[k] for k in keys], dtype=torch.float64).T  # (G, keys)
     source = n.sum(dim=1)
     prior = source / source.sum()
@@ -198,21 +249,18 @@ def build_group_vocab(
     spec = ((p_group - prior[:, None]).clamp(min=0) / (1 - prior[:, None]).clamp(min=1e-12)).clamp(
         max=1
     )
-    vocab = _vocab(tokenizer)
-    ids: list[int] = []
-    columns: list[int] = []
-    for j, key in enumerate(keys):
-        forms = {_WORD_START + key, _WORD_START + key.capitalize(), key, key.capitalize()}
-        for form in sorted(forms):
-            if form in vocab:
-                ids.append(vocab[form])
-                columns.append(j)
-    cols = torch.tensor(columns, dtype=torch.long)
+    token_ids = sorted(token_keys)
+    # (tokens, keys) incidence; a token with several keys takes the max over them
+    incidence = torch.zeros(len(token_ids), len(keys), dtype=torch.bool)
+    for row, token_id in enumerate(token_ids):
+        incidence[row, sorted(token_keys[token_id])] = True
+    member = ((n > 0)[:, None, :] & incidence[None]).any(dim=-1)
+    specificity = torch.where(incidence[None], spec[:, None, :], 0.0).amax(dim=-1)
     return GroupVocab(
         groups=groups,
-        token_ids=torch.tensor(ids, dtype=torch.long),
-        member=(n[:, cols] > 0).to(torch.float32),
-        specificity=spec[:, cols].to(torch.float32),
+        token_ids=torch.tensor(token_ids, dtype=torch.long),
+        member=member.to(torch.float32),
+        specificity=specificity.to(torch.float32),
         source_counts=source.to(torch.float32),
     )
 

@@ -26,24 +26,25 @@ from typing import Any
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "plain": {},
-    "alpha1-beta1": {"fairness": "ratio", "fairness_strength": 1.0, "fair_beam": 1.0},
-    "beta1": {"fairness": "ratio", "fair_beam": 1.0},
-    "alpha1": {"fairness": "ratio", "fairness_strength": 1.0},
     "prompt-labels": {"fair_prompt": "labels"},
     "prompt-definition": {"fair_prompt": "definition"},
+    "alpha3": {"fairness": "ratio", "fairness_strength": 3.0},
+    "beta1": {"fairness": "ratio", "fair_beam": 1.0},
+    "beta3": {"fairness": "ratio", "fair_beam": 3.0},
+    "alpha3-beta3": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 3.0},
 }
 DATA = {"amazon": "amazon_gold.json", "yelp": "yelp_gold.json"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def eligible(examples: list[Any], n: int) -> list[Any]:
-    """The first ``n`` examples whose documents all have groups, from at least two groups."""
+def eligible(examples: list[Any], n: int, skip: int = 0) -> list[Any]:
+    """``n`` examples with documents of at least two groups, after the first ``skip`` such."""
     out = [ex for ex in examples if len({d.group for d in ex.documents}) >= 2]
-    return out[:n]
+    return out[skip : skip + n]
 
 
 def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, Any], path: Path,
-                batch_size: int, max_new_tokens: int) -> tuple[list[str], float]:
+                batch_size: int, max_new_tokens: int, prefix: str | None) -> tuple[list[str], float]:
     """Summaries and mean seconds per summary; rows already in ``path`` (same ids) are reused."""
     from decoding.generate import GenerateConfig, generate
 
@@ -61,7 +62,10 @@ def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, 
                 f.write(json.dumps({"id": ex.id, "summary": s, "seconds": per}) + "\n")
 
     if todo:
-        config = GenerateConfig(batch_size=batch_size, max_new_tokens=max_new_tokens, **overrides)
+        config = GenerateConfig(
+            batch_size=batch_size, max_new_tokens=max_new_tokens, num_beams=4,
+            response_prefix=prefix, **overrides,
+        )
         generate(model, tok, todo, config, progress=False, on_batch=write)
     by_id = {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
     chosen = [by_id[ex.id] for ex in examples]
@@ -142,11 +146,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "perspectivesumm"))
     parser.add_argument("--n", type=int, default=10, help="Examples per data set.")
+    parser.add_argument("--skip", type=int, default=0, help="Skip the first eligible examples.")
+    parser.add_argument(
+        "--response-prefix", default="The reviewers",
+        help="Start of every summary ('' for none): without it SmolLM2 opens with "
+        "'Here is a rewritten version...' under beam search.",
+    )
     parser.add_argument("--out", default="/tmp/fair_meas")
     parser.add_argument("--datasets", default="amazon,yelp")
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--batch-size", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--max-new-tokens", type=int, default=80)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads.")
     args = parser.parse_args()
 
@@ -163,11 +173,11 @@ def main() -> None:
     embed = MiniLM()
     results: dict[str, dict[str, Any]] = {}
     for name in args.datasets.split(","):
-        examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n)
+        examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
         for setting in args.settings.split(","):
             summaries, seconds = run_setting(
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
-                args.batch_size, args.max_new_tokens,
+                args.batch_size, args.max_new_tokens, args.response_prefix or None,
             )
             row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, embed)}
             row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0

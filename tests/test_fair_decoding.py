@@ -51,25 +51,60 @@ def test_group_vocab_hand_values(tok):
     torch.testing.assert_close(gv.specificity[:, col[great]], torch.tensor([0.5, 0.0]))
     torch.testing.assert_close(gv.specificity[:, col[battery]], torch.tensor([1 / 9, 0.0]))
     torch.testing.assert_close(gv.specificity[:, col[awful]], torch.tensor([0.0, 0.5]))
-    # surface forms: "Great" at a sentence start maps like " great"
-    for form in ("great", "Great", "ĠGreat"):
+    # surface forms: "Great" at the start of the text maps like " great"; the bare
+    # continuation piece "great" (as in "ingreat") does not start a word
+    for form in ("Great", "ĠGreat"):
         assert tok.convert_tokens_to_ids(form) in col
+    assert tok.convert_tokens_to_ids("great") not in col
+    # inflections share FairSumm's key (lemma + Porter stem): " dies", " dying" count like " died"
+    for form in ("Ġdie", "Ġdies", "Ġdying", "Ġbatteries"):
+        assert tok.convert_tokens_to_ids(form) in col, form
+    assert gv.member[:, col[tok.convert_tokens_to_ids("Ġdying")]].tolist() == [0.0, 1.0]
     torch.testing.assert_close(gv.target("ratio"), torch.tensor([0.4, 0.6]))
     torch.testing.assert_close(gv.target("equal"), torch.tensor([0.5, 0.5]))
     torch.testing.assert_close(gv.target({"pos": 3, "neg": 1}), torch.tensor([0.75, 0.25]))
 
 
-def test_content_words_skip_stop_words_punctuation_and_pieces(tok):
-    from decoding.group_vocab import _content_words
-    from evaluation.text import NLTK_ENGLISH_STOP_WORDS
+def test_group_vocab_first_pieces_contractions_and_no_content(tok):
+    from decoding.group_vocab import first_pieces, key_index
+    from evaluation.text import normalize_word
 
-    # pieces: Ġthe Ġbattery Ġis Ġunbelie vable , Ġdon 't Ġ 4 2 Ġ! !  — "vable" continues a
-    # word (not a key), "don" is a stop word, digits and "!" are not words
+    # " unbelievable" is " unbelie" + "vable": the first piece stands for the word;
+    # "don" is a stop word, digits and "!" are no words, one-piece words are left out
     text = "The battery is unbelievable, don't 42 !!"
-    assert _content_words(tok, text, NLTK_ENGLISH_STOP_WORDS) == ["battery", "unbelie"]
+    assert first_pieces(tok, text) == [(tok.convert_tokens_to_ids("Ġunbelie"), "unbeliev")]
+    index = key_index(tok)
+    assert tok.convert_tokens_to_ids("'m") in index[normalize_word("'m")]
+    assert tok.convert_tokens_to_ids("'t") in index["n't"]
+    assert "the" not in index and normalize_word("the") not in index
     ex = Example("s", [Document("The, and 42 !!", "a"), Document("it is what it is", "b")])
     with pytest.raises(DataError, match="no content words"):
         build_group_vocab(ex, tok)
+
+
+def test_decoder_counts_equal_fairsumm_ngram_target(tok):
+    """Counting generated tokens with the map gives FairSumm's N-gram target counts."""
+    from decoding.group_coverage import group_counts
+    from evaluation.fairsumm import ngram_target_counts, source_counts
+
+    ex = Example(
+        "m",
+        [Document("The batteries died fast. I'm not happy, it works badly.", "neg"),
+         Document("Great battery, it worked for days and I love the screen.", "pos"),
+         Document("Screens are bright; the sound is fine.", "pos")],
+    )
+    summary = "Reviewers love the bright screen, but the battery dies and it barely works. I'm unsure."
+    gv = build_group_vocab(ex, tok)
+    tables = GroupTables.build([gv], len(tok), "ratio")
+    generated = torch.tensor([tok(" " + summary, add_special_tokens=False)["input_ids"]])
+    counts = group_counts(tables.member, generated)[0].tolist()
+    texts = ex.group_texts()
+    expected = ngram_target_counts(texts, summary)
+    assert counts == [float(expected[g]) for g in gv.groups]
+    # by hand: neg: batteri die work 'm; pos: love bright screen batteri work ("worked")
+    assert dict(zip(gv.groups, counts)) == {"neg": 4.0, "pos": 5.0}
+    src = source_counts(texts)
+    assert gv.source_counts.tolist() == [float(src[g]) for g in gv.groups]
 
 
 def test_group_vocab_needs_groups(tok):
