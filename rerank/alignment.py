@@ -67,11 +67,13 @@ class _CrossEncoder(AlignBackend):
 
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
-        out: list[float] = []
-        for start in range(0, len(premises), batch_size):
+        # sorted by length: each batch pads to texts of similar length (same scores)
+        order = sorted(range(len(premises)), key=lambda i: len(premises[i]) + len(hypotheses[i]))
+        out = [0.0] * len(premises)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
             enc = self.tokenizer(
-                list(premises[start : start + batch_size]),
-                list(hypotheses[start : start + batch_size]),
+                [premises[i] for i in rows], [hypotheses[i] for i in rows],
                 truncation="only_first", max_length=self.max_length,
                 padding=True, return_tensors="pt",
             )
@@ -79,7 +81,8 @@ class _CrossEncoder(AlignBackend):
                 enc.pop("token_type_ids", None)
             enc = {k: v.to(self.device) for k, v in enc.items()}
             with torch.no_grad():
-                out.extend(self._probs(enc).float().cpu().tolist())
+                for i, p in zip(rows, self._probs(enc).float().cpu().tolist()):
+                    out[i] = p
         return out
 
 
@@ -241,18 +244,23 @@ class MiniLMFallback(AlignBackend):
         """Unit-norm mean-pooled embeddings, shape (len(texts), hidden)."""
         import torch
 
-        parts = []
-        for start in range(0, len(texts), batch_size):
-            enc = self.tokenizer(
-                list(texts[start : start + batch_size]), truncation=True,
-                max_length=self.max_length, padding=True, return_tensors="pt",
+        if not texts:
+            return torch.zeros(0, self.model.config.hidden_size)
+        # batches of similar length: a long context chunk is not padded onto short sentences
+        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        out = torch.zeros(len(texts), self.model.config.hidden_size)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            enc = self.tokenizer.pad(
+                {"input_ids": [ids[i] for i in rows]}, padding=True, return_tensors="pt"
             ).to(self.device)
             with torch.no_grad():
                 hidden = self.model(**enc).last_hidden_state
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            parts.append(torch.nn.functional.normalize(pooled.float(), dim=-1))
-        return torch.cat(parts) if parts else torch.zeros(0, self.model.config.hidden_size)
+            out[rows] = torch.nn.functional.normalize(pooled.float(), dim=-1).cpu()
+        return out
 
     def pair_probs(
         self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16

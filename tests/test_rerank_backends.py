@@ -147,3 +147,22 @@ def test_minilm_fallback_is_named_and_ranks_copies_first():
     details = scorer.score_details([SOURCE, SOURCE], [SUMMARY, "Penguins swim in cold water."])
     assert all(d["backend"] == FALLBACK_NAME for d in details)
     assert details[0]["score"] > details[1]["score"]
+
+
+def test_cross_encoder_sorts_by_length_but_keeps_pair_order(tiny_alignscore):
+    folder, ckpt, _, _ = tiny_alignscore
+    backend = AlignScoreCheckpoint(ckpt, base_model=str(folder), device="cpu")
+    premises = ["Taxes will rise next year because the council voted for it.", "Parks.", "Taxes rise."]
+    hyps = ["Taxes rise.", "Parks lose money.", "The council voted."]
+    single = [backend.pair_probs([p], [h])[0] for p, h in zip(premises, hyps)]
+    assert backend.pair_probs(premises, hyps, batch_size=2) == pytest.approx(single, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_embed_batches_by_length_in_input_order():
+    backend = load_backend("fallback", device="cpu")
+    texts = [SOURCE, "Taxes rise.", "Penguins swim in cold water near the coast.", "Parks."]
+    alone = torch.cat([backend.embed([t]) for t in texts])
+    batched = backend.embed(texts, batch_size=2)  # batches: the two shortest, then the two longest
+    torch.testing.assert_close(batched, alone, atol=1e-5, rtol=0)
+    assert backend.embed([]).shape == (0, alone.shape[1])
