@@ -31,7 +31,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "alpha3": {"fairness": "ratio", "fairness_strength": 3.0},
     "beta1": {"fairness": "ratio", "fair_beam": 1.0},
     "beta3": {"fairness": "ratio", "fair_beam": 3.0},
-    "alpha3-beta3": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 3.0},
+    "alpha3-beta1": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0},
 }
 DATA = {"amazon": "amazon_gold.json", "yelp": "yelp_gold.json"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
