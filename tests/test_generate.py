@@ -120,3 +120,20 @@ def test_repetition_penalty_spares_the_prompt(tiny_causal):
     assert _generated_only_penalty(model, GenerateConfig(repetition_penalty=1.0), 3) == []
     assert config.hf_kwargs(own_repetition_penalty=True)["repetition_penalty"] == 1.0
     assert config.hf_kwargs()["repetition_penalty"] == 2.0
+
+
+def test_response_prefix_starts_the_summary(tiny_causal, tokenizer):
+    from decoding.generate import encode_prompts
+    from decoding.models import tiny_model
+
+    model, tok = tiny_causal
+    config = GenerateConfig(max_new_tokens=4, num_beams=1, response_prefix="The reviewers")
+    enc = encode_prompts(model, tok, EXAMPLES[:1], config)
+    prompt = tok.decode(enc["input_ids"][0])
+    assert prompt.endswith("<|im_start|>assistant\nThe reviewers")
+    (text,) = generate(model, tok, EXAMPLES[:1], config, progress=False)
+    (plain,) = generate(model, tok, EXAMPLES[:1], config, progress=False, response_prefix=None)
+    assert text.startswith("The reviewers") and text != plain
+    seq2seq, _ = tiny_model("seq2seq", seed=0)
+    with pytest.raises(ValueError, match="`response_prefix` needs a decoder-only model"):
+        generate(seq2seq, tokenizer, EXAMPLES[:1], config, progress=False)
