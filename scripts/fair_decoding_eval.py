@@ -12,6 +12,9 @@ as they come (rows already there are reused on a rerun), then scores them:
 * MINT against the source, ROUGE-L F1 (stemmed, best of the references, ×100);
 * wall time per summary, and its ratio to plain beam search on the same data.
 
+Corpus metrics go to ``OUT/metrics.json`` and ``OUT/metrics.csv`` (one row per
+data set and setting), rewritten after each setting.
+
 Usage: nice python scripts/fair_decoding_eval.py --n 10 --out /tmp/fair_meas
 """
 
@@ -142,6 +145,22 @@ def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str,
     }
 
 
+def write_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
+    """One row per data/setting, written to a temporary file and renamed (atomic)."""
+    import csv
+    import os
+
+    fields = ["data", "setting", *next(iter(results.values()))]
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for key, row in results.items():
+            data, setting = key.split("/", 1)
+            writer.writerow({"data": data, "setting": setting, **row})
+    os.replace(tmp, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "perspectivesumm"))
@@ -183,6 +202,7 @@ def main() -> None:
             row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0
             results[f"{name}/{setting}"] = row
             (out / "metrics.json").write_text(json.dumps(results, indent=1))
+            write_csv(out / "metrics.csv", results)
             print(f"{name}/{setting}: " + " ".join(f"{k}={v:.3f}" for k, v in row.items()), flush=True)
 
 

@@ -1,0 +1,65 @@
+"""Paired comparison of fair-decoding settings against plain beam search, per example.
+
+Reads the summaries ``scripts/fair_decoding_eval.py`` wrote (``OUT/<data>_<setting>.jsonl``),
+scores every example alone with the same metrics, and prints for each setting the
+mean difference to ``--baseline`` with a 95% paired bootstrap interval (examples
+resampled, 2000 draws, seed 0) and the share of examples where the setting is
+better. Writes the per-example scores to ``OUT/paired_<data>.jsonl``.
+
+    python scripts/fair_decoding_paired.py --out /tmp/fair_meas --data amazon --settings beta1,alpha3-beta1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+METRICS = ("uer_ngram", "uer_emb", "ec", "rougeL")  # lower, lower, lower, higher is better
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="The OUT folder of fair_decoding_eval.py.")
+    parser.add_argument("--data", default="amazon")
+    parser.add_argument("--baseline", default="plain")
+    parser.add_argument("--settings", default="beta1,alpha3-beta1")
+    parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "perspectivesumm"))
+    args = parser.parse_args()
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fair_decoding_eval import DATA, MiniLM, score
+
+    from evaluation.loaders import load_examples
+
+    out = Path(args.out)
+    by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}
+    settings = [args.baseline, *args.settings.split(",")]
+    rows = {s: {r["id"]: r["summary"] for r in map(json.loads, (out / f"{args.data}_{s}.jsonl").open())}
+            for s in settings}
+    ids = [i for i in rows[args.baseline] if all(i in rows[s] for s in settings)]
+    embed = MiniLM()
+    per = {s: {m: np.array([score([by_id[i]], [rows[s][i]], embed)[m] for i in ids]) for m in METRICS}
+           for s in settings}
+    with (out / f"paired_{args.data}.jsonl").open("w") as f:
+        for k, i in enumerate(ids):
+            f.write(json.dumps({"id": i, **{f"{s}/{m}": float(per[s][m][k]) for s in settings for m in METRICS}}) + "\n")
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, len(ids), size=(2000, len(ids)))
+    print(f"{args.data}: {len(ids)} examples, differences setting - {args.baseline}")
+    for s in settings[1:]:
+        for m in METRICS:
+            diff = per[s][m] - per[args.baseline][m]
+            ok = ~np.isnan(diff)
+            d = diff[ok]
+            boot = np.nanmean(np.where(ok[draws], diff[draws], np.nan), axis=1)
+            lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+            better = np.mean(d > 0) if m == "rougeL" else np.mean(d < 0)
+            print(f"  {s:<14} {m:<10} {d.mean():+.4f} [{lo:+.4f}, {hi:+.4f}]  better on {better:.0%}")
+
+
+if __name__ == "__main__":
+    main()
