@@ -15,7 +15,8 @@ as they come (rows already there are reused on a rerun), then scores them:
 Corpus metrics go to ``OUT/metrics.json`` and ``OUT/metrics.csv`` (one row per
 data set and setting), rewritten after each setting.
 
-Usage: nice python scripts/fair_decoding_eval.py --n 10 --out /tmp/fair_meas
+Usage: python scripts/fair_decoding_eval.py --n 20 --datasets amazon --out runs/fair_amazon
+(docs/fair_decoding.md has the measured tables and the commands behind them).
 """
 
 from __future__ import annotations
