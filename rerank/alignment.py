@@ -41,6 +41,13 @@ class AlignBackend:
         raise NotImplementedError
 
 
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Row indices in batches of ``batch_size``, shortest first: each batch pads to texts
+    of similar length (a long context chunk is not padded onto short sentences)."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
 def _device(device: str | None) -> str:
     from decoding.models import default_device
 
@@ -67,11 +74,9 @@ class _CrossEncoder(AlignBackend):
 
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
-        # sorted by length: each batch pads to texts of similar length (same scores)
-        order = sorted(range(len(premises)), key=lambda i: len(premises[i]) + len(hypotheses[i]))
         out = [0.0] * len(premises)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
+        lengths = [len(p) + len(h) for p, h in zip(premises, hypotheses)]
+        for rows in length_batches(lengths, batch_size):
             enc = self.tokenizer(
                 [premises[i] for i in rows], [hypotheses[i] for i in rows],
                 truncation="only_first", max_length=self.max_length,
@@ -246,12 +251,9 @@ class MiniLMFallback(AlignBackend):
 
         if not texts:
             return torch.zeros(0, self.model.config.hidden_size)
-        # batches of similar length: a long context chunk is not padded onto short sentences
         ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
-        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         out = torch.zeros(len(texts), self.model.config.hidden_size)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
+        for rows in length_batches([len(i) for i in ids], batch_size):
             enc = self.tokenizer.pad(
                 {"input_ids": [ids[i] for i in rows]}, padding=True, return_tensors="pt"
             ).to(self.device)
