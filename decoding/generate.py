@@ -291,6 +291,7 @@ def generate(
     check_examples(examples, config)
     device = next(model.parameters()).device
     builders = [*processor_builders, *config.processor_builders()]
+    prefix = config.response_prefix or ""  # part of the prompt, given back with each summary
     outputs: list[str] = []
     bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
     for start, batch in _batches(examples, config.batch_size):
@@ -314,7 +315,6 @@ def generate(
                 **fair.generate_kwargs,
             )
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
-        prefix = config.response_prefix or ""
         texts = [(prefix + t).strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
         outputs.extend(texts)
         if on_batch is not None:

@@ -134,22 +134,20 @@ def key_index(tokenizer: Any) -> dict[str, tuple[int, ...]]:
 def first_pieces(tokenizer: Any, text: str) -> list[tuple[int, str]]:
     """(first piece id, key) of each word of ``text`` the tokenizer splits into several pieces.
 
-    Only runs of ASCII letters (punctuation around them dropped) whose first piece is at least three letters and no filter
-    word are kept (" unbelie" + "vable" -> (id of " unbelie", key of "unbelievable")).
+    Words are runs of ASCII letters (punctuation around them dropped); a word is kept
+    when neither it nor its first piece is a filter word and that piece has at least
+    three letters (" unbelie" + "vable" -> (id of " unbelie", key of "unbelievable")).
     """
     words = _LETTERS.findall(text)
-    out: list[tuple[int, str]] = []
     if not words:
-        return out
+        return []
     encoded = tokenizer([" " + w for w in words], add_special_tokens=False)["input_ids"]
+    out: list[tuple[int, str]] = []
     for word, ids in zip(words, encoded):
-        if len(ids) < 2:
-            continue
-        piece = _word_of(tokenizer.convert_ids_to_tokens(ids[0]))
+        piece = _word_of(tokenizer.convert_ids_to_tokens(ids[0])) if len(ids) > 1 else None
         low = word.lower()
-        if piece and len(piece) >= 3 and piece.lower() not in FAIRSUMM_FILTER_WORDS:
-            if low not in FAIRSUMM_FILTER_WORDS:
-                out.append((ids[0], normalize_word(low)))
+        if piece and len(piece) >= 3 and not {piece.lower(), low} & FAIRSUMM_FILTER_WORDS:
+            out.append((ids[0], normalize_word(low)))
     return out
 
 
@@ -235,8 +233,9 @@ def build_group_vocab(example: Example, tokenizer: Any, smoothing: float = DEFAU
         for token_id in vocab.get(key, ()):
             token_keys.setdefault(token_id, set()).add(column[key])
     for token_id, words in extra.items():
-        token_keys.setdefault(token_id, set()).update(column[k] for k in words if k in column)
-    token_keys = {t: ks for t, ks in token_keys.items() if ks}
+        known = {column[k] for k in words if k in column}
+        if known:
+            token_keys.setdefault(token_id, set()).update(known)
     if not token_keys:
         raise DataError(
             f"example {example.id!r}: the documents have no content words (only stop words, "
