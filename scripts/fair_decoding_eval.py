@@ -77,29 +77,20 @@ def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, 
 
 
 class MiniLM:
-    """Unit-norm mean-pooled all-MiniLM-L6-v2 embeddings (cached per text)."""
+    """Unit-norm mean-pooled all-MiniLM-L6-v2 embeddings (the alignment fallback's), cached per text."""
 
     def __init__(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
+        from rerank.alignment import load_backend
 
-        from decoding.models import minilm_path
-
-        self.tok = AutoTokenizer.from_pretrained(str(minilm_path()))
-        self.model = AutoModel.from_pretrained(str(minilm_path())).eval()
+        self.backend = load_backend("fallback", device="cpu")
         self.cache: dict[str, Any] = {}
 
     def __call__(self, texts: list[str]) -> Any:
         import torch
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        for start in range(0, len(todo), 32):
-            chunk = todo[start : start + 32]
-            enc = self.tok(chunk, truncation=True, max_length=256, padding=True, return_tensors="pt")
-            with torch.no_grad():
-                hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).float()
-            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
-            self.cache.update(zip(chunk, pooled))
+        if todo:
+            self.cache.update(zip(todo, self.backend.embed(todo, batch_size=32)))
         return torch.stack([self.cache[t] for t in texts])
 
 
