@@ -3,7 +3,7 @@
     python -m benchmarks.bench_mint [--budget SECONDS]     (from the repository root)
 
 For each set: spaCy tokenization time, then MINT pairs per second on the
-tokens with the bit-parallel LCS (``evaluation.lcs.lcs_length_ids``) and with
+tokens with the bit-parallel LCS (``evenhand.evaluation.lcs.lcs_length_ids``) and with
 the O(n·m) dynamic program swapped in, on the same pairs (the DP run stops
 after ``--budget`` seconds and is compared on the pairs it finished). Also the
 share of MINT time spent in the LCS. Reads ../shared/data; skips absent sets.
@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from evenhand.evaluation.lcs import lcs_length_dp, lcs_length_ids, token_ids
+from evenhand.evaluation.text import spacy_tokens_batch
 
-from evaluation.lcs import lcs_length_dp, lcs_length_ids, token_ids
-from evaluation.text import spacy_tokens_batch
-
-# the module, not the function `evaluation.mint` that the package re-exports
-mint_module = importlib.import_module("evaluation.mint")
+# the module, not the function `evenhand.evaluation.mint` that the package re-exports
+mint_module = importlib.import_module("evenhand.evaluation.mint")
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 

@@ -64,13 +64,12 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
-
-    from rerank.registry import get_scorer
+    from evenhand.rerank.registry import get_scorer
 
     torch.manual_seed(0)
     judge = get_scorer("llm-coverage", progress=False, device="cpu")
     if args.tiny:
-        from decoding.models import tiny_model
+        from evenhand.decoding.models import tiny_model
 
         model, tok = tiny_model("causal", seed=0)
         judge.use_model(model, tok, "tiny-llama")

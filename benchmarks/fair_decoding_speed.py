@@ -23,12 +23,11 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
-    from decoding.fair_beam import FairBeamSettings, fair_beam_search
-    from decoding.group_coverage import GroupCoverageProcessor
-    from decoding.group_vocab import GroupTables, build_group_vocab
-    from decoding.models import load_generator, tiny_model
-    from evaluation.schema import Document, Example
+    from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
+    from evenhand.decoding.group_coverage import GroupCoverageProcessor
+    from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
+    from evenhand.decoding.models import load_generator, tiny_model
+    from evenhand.evaluation.schema import Document, Example
 
     torch.set_num_threads(1)  # shared CPU: more threads spin-wait
     model, tok = tiny_model() if args.model == "tiny" else load_generator(device="cpu")

@@ -1,6 +1,6 @@
 """evenhand.decoding: model loading, logits processors, beam search and generate().
 
-Public names are imported lazily (``from decoding import AbstractivenessProcessor``)
+Public names are imported lazily (``from evenhand.decoding import AbstractivenessProcessor``)
 so that importing the package does not import torch or transformers.
 """
 
@@ -10,8 +10,8 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "AbstractivenessProcessor": "decoding.abstractiveness",
-    "fragment_penalties": "decoding.abstractiveness",
+    "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
+    "fragment_penalties": "evenhand.decoding.abstractiveness",
 }
 
 __all__ = sorted(_LAZY)

@@ -12,7 +12,7 @@ Objective of a hypothesis y with n tokens (λ = ``length_penalty``, β = ``beta`
     J(y) = log p(y) / n^λ + β · F(y),     F(y) = −UER(q(y), t) = −(1/|G|) Σ_g max(0, t_g − q_g)
 
 with t the target group distribution and q the group distribution of y's
-content tokens (:mod:`decoding.group_coverage`). Each step:
+content tokens (:mod:`evenhand.decoding.group_coverage`). Each step:
 
 1. the P = ``pool`` × 2k best continuations by log-probability are taken (plain
    beam search takes 2k);
@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from decoding.group_coverage import (
+from evenhand.decoding.group_coverage import (
     DEFAULT_PRIOR,
     DEFAULT_TAU,
     group_counts,
@@ -43,7 +43,7 @@ from decoding.group_coverage import (
     smoothed_shares,
     unfair_error_rate,
 )
-from decoding.group_vocab import GroupTables
+from evenhand.decoding.group_vocab import GroupTables
 
 
 @dataclass(frozen=True)

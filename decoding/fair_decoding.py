@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Example
+from evenhand.evaluation.schema import Example
 
 
 @dataclass
@@ -35,9 +35,9 @@ def check_examples(examples: Sequence[Example], config: Any) -> None:
 
 def fairness_hooks(batch: Any) -> FairnessHooks:
     """The processors and ``generate`` kwargs for one ``PromptBatch`` (empty when fairness is off)."""
-    from decoding.fair_beam import FairBeamSettings, fair_beam_search
-    from decoding.group_coverage import GroupCoverageProcessor
-    from decoding.group_vocab import GroupTables, build_group_vocab
+    from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
+    from evenhand.decoding.group_coverage import GroupCoverageProcessor
+    from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 
     config = batch.config
     if not fairness_active(config):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.schema import DataError, Example
 
 
 @dataclass
@@ -111,7 +111,7 @@ class GenerateConfig:
 
     def processor_builders(self) -> list[ProcessorBuilder]:
         """Builders implied by the config itself (abstractiveness penalty or extraction reward)."""
-        from decoding.source_tokens import abstractiveness_builder
+        from evenhand.decoding.source_tokens import abstractiveness_builder
 
         if self.abstractiveness is not None:
             return [abstractiveness_builder(self.abstractiveness, reward=False)]
@@ -120,7 +120,7 @@ class GenerateConfig:
         return []
 
     def _check_fairness(self) -> None:
-        from decoding.group_vocab import parse_fairness
+        from evenhand.decoding.group_vocab import parse_fairness
 
         self.fairness = parse_fairness(self.fairness)
         for name in ("fairness_strength", "fair_beam"):
@@ -205,7 +205,7 @@ def encode_prompts(
     model: Any, tokenizer: Any, examples: Sequence[Example], config: GenerateConfig
 ) -> Any:
     """Tokenize the chat prompts of ``examples``; raise DataError if one exceeds the context."""
-    from decoding.prompting import build_prompt, chat_prompt
+    from evenhand.decoding.prompting import build_prompt, chat_prompt
 
     if config.response_prefix and model.config.is_encoder_decoder:
         raise ValueError(
@@ -278,10 +278,9 @@ def generate(
         same outputs: each batch re-seeds torch with ``seed + index of its first example``.
     """
     import torch
+    from evenhand.decoding.fair_decoding import check_examples, fairness_hooks
     from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
-
-    from decoding.fair_decoding import check_examples, fairness_hooks
 
     config = config or GenerateConfig()
     if overrides:

@@ -1,10 +1,10 @@
 """Which vocabulary tokens speak for which group: a per-example token -> group map.
 
 The map counts words the way FairSumm's N-gram measure does (Zhang et al. 2024,
-:mod:`evaluation.fairsumm`), so that what the decoder steers is what the metric
+:mod:`evenhand.evaluation.fairsumm`), so that what the decoder steers is what the metric
 measures afterwards. For an example whose documents carry group labels:
 
-* **keys** are FairSumm's content words (:func:`evaluation.text.fairsumm_tokens`:
+* **keys** are FairSumm's content words (:func:`evenhand.evaluation.text.fairsumm_tokens`:
   lowercased NLTK tokens, stop words and punctuation dropped, lemmatized,
   Porter-stemmed); n_{g,k} counts key k in group g's documents and
   N_g = Σ_k n_{g,k} is exactly FairSumm's source count of g;
@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
-from evaluation.schema import DataError, Example
-from evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
+from evenhand.evaluation.schema import DataError, Example
+from evenhand.evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
 
 #: A fairness target: "ratio" (source distribution), "equal" (uniform) or shares per group.
 Fairness = Union[str, Mapping[str, float]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.schema import Example
+from evenhand.evaluation.schema import Example
 
 DEFAULT_INSTRUCTION = (
     "Summarize the texts above in 2-3 sentences. Cover every opinion in them, "

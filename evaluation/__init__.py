@@ -3,9 +3,9 @@
 This package imports nothing else of ours (see DEVELOPERS.md layout).
 """
 
-from evaluation import coverage, factuality, fairsumm, fragments, ranking
-from evaluation.fragments import FragmentScores, fragment_scores
-from evaluation.mint import MintScore, mean_mint, mint, mint_tokens
+from evenhand.evaluation import coverage, factuality, fairsumm, fragments, ranking
+from evenhand.evaluation.fragments import FragmentScores, fragment_scores
+from evenhand.evaluation.mint import MintScore, mean_mint, mint, mint_tokens
 
 __all__ = [
     "FragmentScores",

@@ -48,8 +48,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Union
 
 import numpy as np
-
-from evaluation.text import fairsumm_tokens
+from evenhand.evaluation.text import fairsumm_tokens
 
 Counts = Union[Mapping[Hashable, float], Sequence[float], np.ndarray]
 Reference = Union[Literal["ratio", "equal"], Counts]

@@ -15,7 +15,7 @@ longer match that starts inside it; we reproduce that. Then
 * density = (1/|S|) Σ_{f∈F} |f|²
 * compression = |A| / |S|
 
-Tokens: lowercased spaCy tokens (:func:`evaluation.text.spacy_tokens`), as
+Tokens: lowercased spaCy tokens (:func:`evenhand.evaluation.text.spacy_tokens`), as
 the authors' code (``en_core_web_sm`` tokenizer, lowercased).
 
 Novel n-gram ratio (See et al. 2017's abstractiveness measure), n = 1..4:
@@ -30,10 +30,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-
-from evaluation.lcs import token_ids
-from evaluation.mint import ngram_match_counts
-from evaluation.text import spacy_tokens
+from evenhand.evaluation.lcs import token_ids
+from evenhand.evaluation.mint import ngram_match_counts
+from evenhand.evaluation.text import spacy_tokens
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.schema import DataError, Example
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

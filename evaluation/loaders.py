@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.schema import DataError, Document, Example
 
 _EXAMPLE_FIELDS = (
     "id", "documents", "attribute", "group_values", "instruction", "prompt",
@@ -74,7 +74,7 @@ def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Exam
 
 def load_jsonl(path: str | Path) -> list[Example]:
     """Generic JSONL: one example per non-empty line."""
-    from evaluation.jsonl import iter_jsonl
+    from evenhand.evaluation.jsonl import iter_jsonl
 
     path = Path(path)
     examples = [

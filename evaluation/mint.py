@@ -28,9 +28,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-
-from evaluation.lcs import lcs_length_ids, token_ids
-from evaluation.text import spacy_tokens, spacy_tokens_batch
+from evenhand.evaluation.lcs import lcs_length_ids, token_ids
+from evenhand.evaluation.text import spacy_tokens, spacy_tokens_batch
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.schema import DataError, Example
 
 Row = dict[str, Any]
 
@@ -98,13 +97,13 @@ def _mean_columns(rows: list[Row], columns: Sequence[str]) -> dict[str, float]:
 
 @lru_cache(maxsize=64)
 def _spacy_source(text: str) -> tuple[str, ...]:
-    from evaluation.text import spacy_tokens
+    from evenhand.evaluation.text import spacy_tokens
 
     return tuple(spacy_tokens(text))
 
 
 def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], list[str]]:
-    from evaluation.text import spacy_tokens
+    from evenhand.evaluation.text import spacy_tokens
 
     tokens = spacy_tokens(summary)
     if not any(t.strip() for t in tokens):
@@ -113,7 +112,7 @@ def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], li
 
 
 def _score_mint(example: Example, summary: str) -> Row:
-    from evaluation.mint import mint_tokens
+    from evenhand.evaluation.mint import mint_tokens
 
     source, tokens = _summary_tokens(example, summary)
     s = mint_tokens(source, tokens)
@@ -139,7 +138,7 @@ register(
 
 
 def _score_fragments(example: Example, summary: str) -> Row:
-    from evaluation.fragments import fragment_scores_tokens
+    from evenhand.evaluation.fragments import fragment_scores_tokens
 
     source, tokens = _summary_tokens(example, summary)
     f = fragment_scores_tokens(source, tokens)
@@ -177,15 +176,15 @@ register(
 def _group_profile(
     groups: tuple[tuple[str, str], ...],
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from evaluation.text import fairsumm_tokens
+    from evenhand.evaluation.text import fairsumm_tokens
 
     tokens = {g: fairsumm_tokens(text) if text else [] for g, text in groups}
     return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
 
 
 def _score_fairsumm(example: Example, summary: str) -> Row:
-    from evaluation.fairsumm import auc, sample_fairness
-    from evaluation.text import fairsumm_tokens
+    from evenhand.evaluation.fairsumm import auc, sample_fairness
+    from evenhand.evaluation.text import fairsumm_tokens
 
     missing = [i for i, d in enumerate(example.documents) if d.group is None]
     if missing:
@@ -215,7 +214,7 @@ def _score_fairsumm(example: Example, summary: str) -> Row:
 
 
 def _aggregate_fairsumm(rows: list[Row]) -> dict[str, float]:
-    from evaluation.fairsumm import corpus_fairness
+    from evenhand.evaluation.fairsumm import corpus_fairness
 
     corpus = corpus_fairness([r["_fairsumm"] for r in rows])
     multi = [r["fairsumm_unfair"] for r in rows if r["fairsumm_groups"] >= 2]
@@ -298,7 +297,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
-    from evaluation.jsonl import iter_jsonl
+    from evenhand.evaluation.jsonl import iter_jsonl
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):

@@ -59,7 +59,7 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
 
 def load_limited(path: str, limit: int | None) -> list[Any]:
     """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
-    from evaluation.loaders import load_examples
+    from evenhand.evaluation.loaders import load_examples
 
     examples = load_examples(path)
     if limit is not None:

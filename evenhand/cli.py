@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from evaluation.schema import DataError
+from evenhand.evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = ["demo", "generate", "evaluate", "rerank", "meta_eval", "train", "sweep", "report"]

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from evaluation.loaders import load_jsonl
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.loaders import load_jsonl
+from evenhand.evaluation.schema import DataError, Example
 
 
 def demo_path() -> str:
@@ -75,7 +75,7 @@ DEMO_SCORES: dict[str, tuple[str, bool]] = {
 
 def score_summary(example: Example, summary: str, scorers: dict[str, Any] | None = None) -> dict[str, float]:
     """The demo's scores of one summary (see DEMO_SCORES); model scores need ``scorers``."""
-    from evaluation.report import Scored, evaluate
+    from evenhand.evaluation.report import Scored, evaluate
 
     row = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"]).rows[0]
     scores = {"mint": float(row["mint"]), "fairsumm_uer": float(row["fairsumm_uer"])}
@@ -99,8 +99,8 @@ def evenhand_summary(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any
 ) -> tuple[str, list[dict[str, Any]]]:
     """Fair beam + sampled candidates under the constraints, reranked; (best, candidates)."""
-    from decoding.generate import GenerateConfig, generate
-    from rerank.reranker import RerankConfig, Reranker, select_best
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.rerank.reranker import RerankConfig, Reranker, select_best
 
     shared = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
@@ -137,10 +137,10 @@ def _side_by_side(left: str, right: str, width: int = 44) -> str:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Plain vs evenhand summaries of the chosen demo example(s), with scores."""
-    from decoding.generate import GenerateConfig, generate
-    from decoding.models import load_generator
-    from evaluation.jsonl import write_jsonl
-    from rerank.registry import get_scorer
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import write_jsonl
+    from evenhand.rerank.registry import get_scorer
 
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)

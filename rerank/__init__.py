@@ -1,13 +1,13 @@
 """evenhand.rerank: scorer protocol and registry, scorers, reranker.
 
->>> from rerank import get_scorer, available
+>>> from evenhand.rerank import get_scorer, available
 >>> get_scorer("rouge-l-recall").score(["The cat sat on the mat."], ["The cat sat."])
 [0.5]
 """
 
-from rerank.registry import available, get_scorer, register, scorer_class
-from rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
-from rerank.scorer import Scorer, ScorerConfig, Source, as_example
+from evenhand.rerank.registry import available, get_scorer, register, scorer_class
+from evenhand.rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
+from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, as_example
 
 __all__ = [
     "RECIPES", "Reranker", "RerankConfig", "Scorer", "ScorerConfig", "Source", "as_example",

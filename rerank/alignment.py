@@ -49,7 +49,7 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 def _device(device: str | None) -> str:
-    from decoding.models import default_device
+    from evenhand.decoding.models import default_device
 
     return device or default_device()
 
@@ -234,9 +234,8 @@ class MiniLMFallback(AlignBackend):
     name = FALLBACK_NAME
 
     def __init__(self, model: str | None = None, device: str | None = None, max_length: int = 256):
+        from evenhand.decoding.models import minilm_path
         from transformers import AutoModel, AutoTokenizer
-
-        from decoding.models import minilm_path
 
         path = model or str(minilm_path())
         self.model = AutoModel.from_pretrained(path)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError
+from evenhand.evaluation.schema import DataError
 
 TRUTHS = ("coverage", "faithfulness")
 
@@ -83,7 +83,7 @@ class Correlation:
 
 
 def _stats(metric: Any, truth: Any, groups: Any) -> tuple[float, float]:
-    from evaluation.ranking import pairwise_winrate, spearman
+    from evenhand.evaluation.ranking import pairwise_winrate, spearman
 
     return spearman(metric, truth), pairwise_winrate(metric, truth, groups)
 

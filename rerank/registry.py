@@ -2,7 +2,7 @@
 
 Adding a scorer is one module: subclass ``Scorer``, give it a ``Config``
 dataclass, decorate it with ``@register("my-scorer")``. Built-in scorers live in
-``rerank.scorers`` and are imported on first lookup.
+``evenhand.rerank.scorers`` and are imported on first lookup.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rerank.scorer import Scorer
+from evenhand.rerank.scorer import Scorer
 
 _REGISTRY: dict[str, type[Scorer]] = {}
 
@@ -46,7 +46,7 @@ def register(name: str) -> Callable[[S], S]:
 
 
 def _load_builtins() -> None:
-    import rerank.scorers  # noqa: F401 - registers the built-in scorers
+    import evenhand.rerank.scorers  # noqa: F401 - registers the built-in scorers
 
 
 def available() -> list[str]:

@@ -18,7 +18,7 @@ same candidates.
 Every candidate is scored by the scorer (usually ``composite``); the one with
 the highest score is kept (first on ties). One JSONL record per example holds
 all candidates and their scores; the file is appended per example and resumed
-on restart (``evaluation.jsonl.ResumableJsonl``).
+on restart (``evenhand.evaluation.jsonl.ResumableJsonl``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import Example
-from rerank.scorer import Scorer
+from evenhand.evaluation.schema import Example
+from evenhand.rerank.scorer import Scorer
 
 #: The paper's three samplers: GenerateConfig fields each one sets.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -79,7 +79,7 @@ class Reranker:
     """Best-of-N summarization with a scorer.
 
     Args:
-        model: generator model (``decoding.models.load_generator``).
+        model: generator model (``evenhand.decoding.models.load_generator``).
         tokenizer: its tokenizer.
         scorer: any ``Scorer`` (e.g. ``get_scorer("composite", scorers="llm-coverage,alignscore")``).
         config: N, samplers and seed.
@@ -91,7 +91,7 @@ class Reranker:
         self, model: Any, tokenizer: Any, scorer: Scorer, config: RerankConfig | None = None,
         generate_config: Any = None,
     ) -> None:
-        from decoding.generate import GenerateConfig
+        from evenhand.decoding.generate import GenerateConfig
 
         self.model = model
         self.tokenizer = tokenizer
@@ -108,7 +108,7 @@ class Reranker:
 
     def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:
         """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order."""
-        from decoding.generate import generate
+        from evenhand.decoding.generate import generate
 
         plan = self.config.plan()
         out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
@@ -136,9 +136,8 @@ class Reranker:
         With ``out``, records are appended per example and examples already in
         the file are skipped (their stored records are returned).
         """
+        from evenhand.evaluation.jsonl import ResumableJsonl
         from tqdm.auto import tqdm
-
-        from evaluation.jsonl import ResumableJsonl
 
         store = ResumableJsonl(out, resume=resume) if out is not None else None
         records = []

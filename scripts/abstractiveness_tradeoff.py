@@ -41,8 +41,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "theflipside" /
 
 def single_document_examples(path: Path, limit: int) -> list:
     """The first ``limit`` records as one-document examples of their target article."""
-    from evaluation.loaders import load_examples
-    from evaluation.schema import Document, Example
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.schema import Document, Example
 
     return [
         Example(id=ex.id, documents=[Document(ex.meta["document"])], meta=ex.meta)
@@ -53,13 +53,12 @@ def single_document_examples(path: Path, limit: int) -> list:
 def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Generate every setting (resumably), then score and print the table."""
     import numpy as np
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.fragments import fragment_scores
+    from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl
+    from evenhand.evaluation.mint import mint
     from rouge_score import rouge_scorer
-
-    from decoding.generate import GenerateConfig, generate
-    from decoding.models import load_generator
-    from evaluation.fragments import fragment_scores
-    from evaluation.jsonl import ResumableJsonl, read_jsonl
-    from evaluation.mint import mint
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -37,9 +37,9 @@ SCORERS = "rouge-l-recall,alignscore"
 
 
 def main(out: str) -> None:
-    from evaluation.loaders import load_examples
-    from training import DPORRConfig, train_dpo_rr
-    from training.loop import split_dev
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.training import DPORRConfig, train_dpo_rr
+    from evenhand.training.loop import split_dev
 
     examples = [truncate(ex, WORDS) for ex in load_examples(DATA)]
     train, dev = split_dev(examples, 50, key="topic", seed=0)
@@ -75,7 +75,7 @@ def truncate(ex, words: int):  # noqa: ANN001, ANN201
     """The example with every article cut to ``words`` words, its prompt rebuilt in the paper's layout."""
     import dataclasses as dc
 
-    from evaluation.schema import Document
+    from evenhand.evaluation.schema import Document
 
     docs = [Document(" ".join(d.text.split()[:words]), d.group) for d in ex.documents]
     header = ex.prompt.split("\n\nLeft:")[0]
@@ -86,10 +86,10 @@ def truncate(ex, words: int):  # noqa: ANN001, ANN201
 
 def rerank_baseline(config, dev) -> dict:  # noqa: ANN001
     """Best of N by the candidate composite with the untrained model; dev means of raw scores."""
-    from decoding.generate import GenerateConfig
-    from decoding.models import load_generator
-    from rerank.reranker import RerankConfig, Reranker, select_best
-    from training.scoring import registry_scoring
+    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.models import load_generator
+    from evenhand.rerank.reranker import RerankConfig, Reranker, select_best
+    from evenhand.training.scoring import registry_scoring
 
     start = time.perf_counter()
     scoring = registry_scoring(config.scorer_names, config.weights, config.normalize, config.score_source)

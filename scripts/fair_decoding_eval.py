@@ -50,7 +50,7 @@ def eligible(examples: list[Any], n: int, skip: int = 0) -> list[Any]:
 def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, Any], path: Path,
                 batch_size: int, max_new_tokens: int, prefix: str | None) -> tuple[list[str], float]:
     """Summaries and mean seconds per summary; rows already in ``path`` (same ids) are reused."""
-    from decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.generate import GenerateConfig, generate
 
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     done = {r["id"] for r in rows}
@@ -80,7 +80,7 @@ class MiniLM:
     """Unit-norm mean-pooled all-MiniLM-L6-v2 embeddings (the alignment fallback's), cached per text."""
 
     def __init__(self) -> None:
-        from rerank.alignment import load_backend
+        from evenhand.rerank.alignment import load_backend
 
         self.backend = load_backend("fallback", device="cpu")
         self.cache: dict[str, Any] = {}
@@ -97,17 +97,16 @@ class MiniLM:
 def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str, float]:
     """Corpus metrics of one setting (module docstring)."""
     import numpy as np
-    from rouge_score import rouge_scorer
-
-    from evaluation.coverage import equal_coverage
-    from evaluation.fairsumm import (
+    from evenhand.evaluation.coverage import equal_coverage
+    from evenhand.evaluation.fairsumm import (
         corpus_fairness,
         ngram_target_counts,
         sample_fairness,
         similarity_target,
         source_counts,
     )
-    from evaluation.mint import mint
+    from evenhand.evaluation.mint import mint
+    from rouge_score import rouge_scorer
 
     rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
     ngram, emb, ecs, mints, rls = [], [], [], [], []
@@ -172,9 +171,8 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
-    from decoding.models import load_generator
-    from evaluation.loaders import load_examples
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.loaders import load_examples
 
     # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
     torch.set_num_threads(args.threads)

@@ -31,9 +31,8 @@ def main() -> None:
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from evenhand.evaluation.loaders import load_examples
     from fair_decoding_eval import DATA, MiniLM, score
-
-    from evaluation.loaders import load_examples
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}

@@ -28,12 +28,12 @@ def main() -> int:
     parser.add_argument("--score-cache", default=None)
     args = parser.parse_args()
 
-    from decoding.generate import GenerateConfig, generate
-    from decoding.models import load_generator
-    from evaluation.jsonl import ResumableJsonl
-    from evaluation.loaders import load_examples
-    from rerank.registry import get_scorer
-    from rerank.reranker import RerankConfig, Reranker
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import ResumableJsonl
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.rerank.registry import get_scorer
+    from evenhand.rerank.reranker import RerankConfig, Reranker
 
     examples = load_examples(args.data)[: args.limit]
     scorer = get_scorer("composite", cache_dir=args.score_cache, scorers=args.scorers)
@@ -56,7 +56,7 @@ def main() -> int:
 
 def report(records, greedy_store, scorer, args, seconds) -> None:  # noqa: ANN001
     """Print and write the means over the examples done so far."""
-    from rerank.scorers.composite import normalize
+    from evenhand.rerank.scorers.composite import normalize
 
     names = list(scorer.components)
     weights = dict(zip(scorer.config.names, scorer.config.weight_list))

@@ -20,7 +20,7 @@ def shared_file(relative: str) -> Path:
 @pytest.fixture(scope="session")
 def tokenizer():
     """The real SmolLM2 tokenizer (converted from the GGUF once into the cache)."""
-    from decoding.models import load_tokenizer
+    from evenhand.decoding.models import load_tokenizer
 
     return load_tokenizer()
 
@@ -28,6 +28,6 @@ def tokenizer():
 @pytest.fixture(scope="session")
 def tiny_causal(tokenizer):
     """A 2-layer random Llama with the SmolLM2 tokenizer."""
-    from decoding.models import tiny_model
+    from evenhand.decoding.models import tiny_model
 
     return tiny_model("causal", seed=0, tokenizer=tokenizer)

@@ -7,15 +7,18 @@ import math
 
 import pytest
 import torch
+from evenhand.decoding import AbstractivenessProcessor, fragment_penalties
+from evenhand.decoding.abstractiveness import fragment_increment, log_lambda
+from evenhand.decoding.generate import GenerateConfig, PromptBatch, generate
+from evenhand.decoding.source_tokens import (
+    abstractiveness_builder,
+    prompt_source_ids,
+    source_token_ids,
+)
+from evenhand.evaluation.schema import Document, Example
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import LogitsProcessor
-
-from decoding import AbstractivenessProcessor, fragment_penalties
-from decoding.abstractiveness import fragment_increment, log_lambda
-from decoding.generate import GenerateConfig, PromptBatch, generate
-from decoding.source_tokens import abstractiveness_builder, prompt_source_ids, source_token_ids
-from evaluation.schema import Document, Example
 
 # The authors' tests use f(x) = x**2 / c**2 with c = 1, i.e. ln2 * x**2 / h**2 with h = sqrt(ln2).
 H_AUTHORS = math.sqrt(math.log(2))
@@ -224,7 +227,7 @@ EXAMPLES = [
 def tiny(request, tokenizer):
     import copy
 
-    from decoding.models import tiny_model
+    from evenhand.decoding.models import tiny_model
 
     model, tok = tiny_model(request.param, seed=0, tokenizer=copy.deepcopy(tokenizer))
     if request.param == "causal":
@@ -257,9 +260,8 @@ def test_generate_increments_match_reference(tiny, mode, reward):
 
 
 def test_strong_reward_copies_and_strong_penalty_avoids_source(tiny):
+    from evenhand.decoding.generate import encode_prompts
     from transformers import LogitsProcessorList
-
-    from decoding.generate import encode_prompts
 
     model, tok = tiny
     config = GenerateConfig(max_new_tokens=6, num_beams=1, no_repeat_ngram_size=0)

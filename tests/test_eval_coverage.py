@@ -1,9 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from evaluation.coverage import (
+from evenhand.evaluation.coverage import (
     coverage_parity,
     coverage_significance,
     document_coverage,
@@ -11,6 +8,8 @@ from evaluation.coverage import (
     proportional_representation,
     significant_share,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_hand_computed_equal_coverage():

@@ -1,8 +1,5 @@
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from evaluation.fairsumm import (
+from evenhand.evaluation.fairsumm import (
     auc,
     corpus_fairness,
     kept_values,
@@ -12,7 +9,9 @@ from evaluation.fairsumm import (
     similarity_target,
     source_counts,
 )
-from evaluation.text import fairsumm_tokens
+from evenhand.evaluation.text import fairsumm_tokens
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # Computed with the authors' code (issue 3).
 AUTHOR_VECTORS = [

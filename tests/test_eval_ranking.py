@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
-
-from evaluation.ranking import (
+from evenhand.evaluation.ranking import (
     bradley_terry,
     fit_bradley_terry,
     pairwise_winrate,

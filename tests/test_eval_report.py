@@ -1,10 +1,7 @@
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from evaluation.report import (
+from evenhand.evaluation.report import (
     METRICS,
     Metric,
     Scored,
@@ -18,7 +15,10 @@ from evaluation.report import (
     table_paths,
     write_tables,
 )
-from evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.schema import DataError, Document, Example
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evenhand.cli import main
 from tests.conftest import shared_file
 
@@ -162,7 +162,7 @@ def test_cli_help(capsys):
 
 def test_fairsumm_gold_regression():
     """BUR/UER (N-gram) of Amazon's gold summaries, each reference a separate summary."""
-    from evaluation.loaders import load_examples
+    from evenhand.evaluation.loaders import load_examples
 
     examples = load_examples(shared_file("perspectivesumm/amazon_gold.json"))
     report = evaluate(select_summaries(examples, "references:all"), ["fairsumm"])

@@ -1,4 +1,4 @@
-from evaluation.text import (
+from evenhand.evaluation.text import (
     FAIRSUMM_FILTER_WORDS,
     NLTK_ENGLISH_STOP_WORDS,
     lemma,

@@ -1,8 +1,7 @@
 import pytest
-
-from decoding.generate import GenerateConfig, generate
-from decoding.prompting import build_prompt, chat_prompt, format_documents
-from evaluation.schema import DataError, Document, Example
+from evenhand.decoding.generate import GenerateConfig, generate
+from evenhand.decoding.prompting import build_prompt, chat_prompt, format_documents
+from evenhand.evaluation.schema import DataError, Document, Example
 
 EXAMPLES = [
     Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],
@@ -94,7 +93,7 @@ def test_config_validation(kwargs, message):
 
 
 def test_seq2seq_generation(tokenizer):
-    from decoding.models import tiny_model
+    from evenhand.decoding.models import tiny_model
 
     model, tok = tiny_model("seq2seq", tokenizer=tokenizer)
     out = generate(model, tok, EXAMPLES[:2], GenerateConfig(max_new_tokens=4, num_beams=2),
@@ -104,8 +103,7 @@ def test_seq2seq_generation(tokenizer):
 
 def test_repetition_penalty_spares_the_prompt(tiny_causal):
     import torch
-
-    from decoding.generate import _generated_only_penalty
+    from evenhand.decoding.generate import _generated_only_penalty
 
     model, _ = tiny_causal
     config = GenerateConfig(repetition_penalty=2.0)
@@ -123,8 +121,8 @@ def test_repetition_penalty_spares_the_prompt(tiny_causal):
 
 
 def test_response_prefix_starts_the_summary(tiny_causal, tokenizer):
-    from decoding.generate import encode_prompts
-    from decoding.models import tiny_model
+    from evenhand.decoding.generate import encode_prompts
+    from evenhand.decoding.models import tiny_model
 
     model, tok = tiny_causal
     config = GenerateConfig(max_new_tokens=4, num_beams=1, response_prefix="The reviewers")

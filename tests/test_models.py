@@ -4,9 +4,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from decoding import models
-from decoding.models import _convert_atomically, cache_dir, tiny_model
+from evenhand.decoding import models
+from evenhand.decoding.models import _convert_atomically, cache_dir, tiny_model
 
 
 def _slow_writer(target: str, log: str) -> str:

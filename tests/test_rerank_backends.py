@@ -4,9 +4,8 @@ import shutil
 
 import pytest
 import torch
-
-from decoding.models import minilm_path
-from rerank.alignment import (
+from evenhand.decoding.models import minilm_path
+from evenhand.rerank.alignment import (
     FALLBACK_NAME,
     AlignScoreCheckpoint,
     NliClassifier,
@@ -14,7 +13,7 @@ from rerank.alignment import (
     load_backend,
     read_state_dict,
 )
-from rerank.registry import get_scorer
+from evenhand.rerank.registry import get_scorer
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 SOURCE = "The council approved the budget. Taxes will rise next year. Parks get more money."

@@ -2,11 +2,10 @@
 
 import pytest
 import torch
-
-from decoding.models import tiny_model
-from evaluation.schema import Document, Example
-from rerank.registry import get_scorer
-from rerank.scorers.llm_judge import expected_digit
+from evenhand.decoding.models import tiny_model
+from evenhand.evaluation.schema import Document, Example
+from evenhand.rerank.registry import get_scorer
+from evenhand.rerank.scorers.llm_judge import expected_digit
 
 SOURCE = ["The council approved the budget.", "Critics said taxes will rise."]
 OTHER = "Wages rose last year. Prices rose faster."
@@ -21,7 +20,7 @@ def judge():
 
 
 def _full_probs(judge, source, summary):
-    from rerank.scorer import as_example
+    from evenhand.rerank.scorer import as_example
 
     prefix, (suffix,) = judge.prompt_parts(as_example(source), [summary])
     with torch.no_grad():

@@ -3,12 +3,11 @@
 import json
 
 import pytest
-
-from decoding.generate import GenerateConfig
-from decoding.models import tiny_model
-from evaluation.schema import Document, Example
-from rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
-from rerank.scorer import Scorer
+from evenhand.decoding.generate import GenerateConfig
+from evenhand.decoding.models import tiny_model
+from evenhand.evaluation.schema import Document, Example
+from evenhand.rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
+from evenhand.rerank.scorer import Scorer
 
 
 class CharCount(Scorer):

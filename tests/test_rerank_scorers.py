@@ -3,13 +3,12 @@
 from dataclasses import dataclass, field
 
 import pytest
-
-from evaluation.schema import DataError, Document, Example
-from rerank.registry import UnknownScorerError, available, get_scorer, register, unregister
-from rerank.scorer import Scorer, ScorerConfig, as_example
-from rerank.scorers.alignscore import max_mean
-from rerank.scorers.composite import CompositeScorer, normalize
-from rerank.scorers.llm_judge import expected_digit, parse_score
+from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.rerank.registry import UnknownScorerError, available, get_scorer, register, unregister
+from evenhand.rerank.scorer import Scorer, ScorerConfig, as_example
+from evenhand.rerank.scorers.alignscore import max_mean
+from evenhand.rerank.scorers.composite import CompositeScorer, normalize
+from evenhand.rerank.scorers.llm_judge import expected_digit, parse_score
 
 
 @dataclass
@@ -253,8 +252,8 @@ def test_target_only_scores_against_the_target_perspective():
 
 
 def test_acu_units_parse_bullets_and_fall_back_to_sentences():
-    from decoding.models import tiny_model
-    from rerank.scorers.equal_coverage import parse_units
+    from evenhand.decoding.models import tiny_model
+    from evenhand.rerank.scorers.equal_coverage import parse_units
 
     assert parse_units("- The tax rose.\n2. Critics objected to it.\nok\n* Prices went up too.") == [
         "The tax rose.", "Critics objected to it.", "Prices went up too.",

@@ -1,8 +1,7 @@
 """Sentence splitting, AlignScore chunks and Equal Coverage blocks."""
 
 import pytest
-
-from rerank.text import alignscore_chunks, split_sentences, word_blocks
+from evenhand.rerank.text import alignscore_chunks, split_sentences, word_blocks
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():

@@ -33,8 +33,7 @@ def test_embedded_conversion_is_plain_float_safetensors():
     import json
 
     import torch
-
-    from decoding.models import embedded_model_dir, load_generator
+    from evenhand.decoding.models import embedded_model_dir, load_generator
 
     folder = embedded_model_dir()
     assert (folder / "model.safetensors").exists() and (folder / ".complete").exists()

@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from evenhand.evaluation.schema import DataError
 
-from evaluation.schema import DataError
 from evenhand.sweep.config import Cell, expand_cells, load_sweep, parse_sweep
 from evenhand.sweep.store import merge_shards, read_results, shard_paths
 
@@ -93,7 +93,7 @@ def test_null_means_default_and_ids_ignore_key_order() -> None:
 def test_any_generate_config_field_is_a_key_and_unknown_keys_name_themselves() -> None:
     import dataclasses
 
-    from decoding.generate import GenerateConfig
+    from evenhand.decoding.generate import GenerateConfig
 
     field = next(f.name for f in dataclasses.fields(GenerateConfig) if f.name != "seed")
     assert expand_cells(grid={field: [getattr(GenerateConfig(), field)]})
@@ -281,8 +281,8 @@ def test_missing_rerank_package_is_a_clear_error(monkeypatch) -> None:
 
     from evenhand.sweep import hookups
 
-    monkeypatch.setitem(sys.modules, "rerank.registry", None)  # import now raises ImportError
-    monkeypatch.setitem(sys.modules, "rerank.reranker", None)
+    monkeypatch.setitem(sys.modules, "evenhand.rerank.registry", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "evenhand.rerank.reranker", None)
     with pytest.raises(hookups.RerankUnavailable, match="factuality: none"):
         hookups.build_scorer("alignscore")
     with pytest.raises(hookups.RerankUnavailable, match="candidates=3"):

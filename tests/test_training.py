@@ -12,11 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from evaluation.schema import Document, Example
-from training.config import DPORRConfig
-from training.fairness import pair_weight, representation_ratios
-from training.loop import (
+from evenhand.evaluation.schema import Document, Example
+from evenhand.training.config import DPORRConfig
+from evenhand.training.fairness import pair_weight, representation_ratios
+from evenhand.training.loop import (
     check_resumable,
     finished_iterations,
     iteration_dir,
@@ -24,7 +23,7 @@ from training.loop import (
     split_dev,
     train_dpo_rr,
 )
-from training.pairs import Pair, build_pairs
+from evenhand.training.pairs import Pair, build_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,10 +163,9 @@ def test_sample_prompts_seeded_without_replacement():
 def test_weighted_loss_is_the_weighted_mean_of_per_pair_losses(tiny_causal, tmp_path):
     import torch
     from datasets import Dataset
+    from evenhand.training.trainer import split_pair, weighted_dpo_trainer
     from peft import LoraConfig, get_peft_model
     from trl import DPOConfig
-
-    from training.trainer import split_pair, weighted_dpo_trainer
 
     model, tok = tiny_causal
     peft_model = get_peft_model(
@@ -314,9 +312,9 @@ def test_resume_refuses_other_settings(one_iteration, tiny_dir):
 
 def test_trained_adapter_loads_back_with_model_dir(one_iteration, tmp_path):
     import torch
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import write_examples
 
-    from decoding.models import load_generator
-    from evaluation.jsonl import write_examples
     from evenhand.cli import main
 
     out, _ = one_iteration
@@ -345,7 +343,7 @@ def test_train_cli_needs_config_or_data(capsys):
 _SCRIPT = """
 import sys
 from tests.test_training import HashScorer, _config, _examples
-from training.loop import train_dpo_rr
+from evenhand.training.loop import train_dpo_rr
 from pathlib import Path
 train_dpo_rr(_config(Path(sys.argv[1]), Path(sys.argv[2])), scorers={"hash": HashScorer()}, train=_examples())
 """
@@ -375,7 +373,7 @@ def test_two_process_accelerate_run(tiny_dir, tmp_path):
 def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
     from types import SimpleNamespace
 
-    from training.loop import _Run
+    from evenhand.training.loop import _Run
 
     config = _config(tiny_dir, Path("unused"), fairness=True)
     cands = [  # composite prefers 0; -EC prefers 1; group diffs as in DIFFS
@@ -391,7 +389,8 @@ def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
 
 
 def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, capsys):
-    import training.loop
+    import evenhand.training.loop
+
     from evenhand.cli import main
 
     seen = {}
@@ -401,7 +400,7 @@ def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, caps
         return {"iterations": [{"iteration": 0, "dev": {"composite": 0.5, "rouge-l-recall": 0.5},
                                 "seconds": {"eval": 1.0}}]}
 
-    monkeypatch.setattr(training.loop, "train_dpo_rr", fake)
+    monkeypatch.setattr(evenhand.training.loop, "train_dpo_rr", fake)
     path = tmp_path / "run.yaml"
     path.write_text("data: d.jsonl\nout_dir: runs/a\niterations: 3\nscorers: rouge-l-recall\n")
     assert main(["train", "--config", str(path), "--iterations", "2", "--no-progress"]) == 0
@@ -416,11 +415,10 @@ def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, caps
 
 @pytest.mark.slow
 def test_embedded_model_is_trainable_after_dropping_the_gguf_marker():
+    from evenhand.decoding.models import load_generator
+    from evenhand.training.loop import drop_gguf_marker
     from peft import LoraConfig, get_peft_model
     from transformers.trainer_utils import validate_quantization_for_training
-
-    from decoding.models import load_generator
-    from training.loop import drop_gguf_marker
 
     model, _ = load_generator("smollm2-135m-instruct", device="cpu")
     before = {k: v.clone() for k, v in model.state_dict().items() if "mlp" in k or "embed" in k}

@@ -1,12 +1,12 @@
 """evenhand.training: the DPO+RR preference-tuning loop (Ri, Deas & McKeown 2025).
 
->>> from training import DPORRConfig, train_dpo_rr
+>>> from evenhand.training import DPORRConfig, train_dpo_rr
 >>> config = DPORRConfig(data="train.jsonl", out_dir="run", iterations=2)  # doctest: +SKIP
 >>> manifest = train_dpo_rr(config)  # doctest: +SKIP
 """
 
-from training.config import DPORRConfig
-from training.loop import train_dpo_rr
-from training.pairs import Pair, build_pairs
+from evenhand.training.config import DPORRConfig
+from evenhand.training.loop import train_dpo_rr
+from evenhand.training.pairs import Pair, build_pairs
 
 __all__ = ["DPORRConfig", "Pair", "build_pairs", "train_dpo_rr"]

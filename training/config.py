@@ -150,7 +150,7 @@ class DPORRConfig:
             raise ValueError("`lora_target` is empty; give module names such as 'q_proj,v_proj'")
         if not [s for s in self.scorers.split(",") if s.strip()] and not self.fairness:
             raise ValueError("`scorers` is empty; give at least one registered scorer name")
-        from rerank.reranker import RECIPES
+        from evenhand.rerank.reranker import RECIPES
 
         recipes = [r.strip() for r in self.recipes.split(",") if r.strip()]
         unknown = [r for r in recipes if r not in RECIPES]

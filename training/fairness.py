@@ -13,7 +13,7 @@ its log-probabilities inside the DPO logits.
 What is implemented here (an approximation, named as such):
 
 1. Pairs: the per-prompt candidate scores are -EC (``rerank``'s
-   ``equal-coverage`` scorer), turned into pairs by ``training.pairs`` with the
+   ``equal-coverage`` scorer), turned into pairs by ``evenhand.training.pairs`` with the
    run's strategy, so chosen = the fairer candidate.
 2. Corpus statistics, once per iteration over all of its scored candidates,
    equally weighted (FairPO: running, weighted by the policy's per-token
@@ -33,7 +33,7 @@ What is implemented here (an approximation, named as such):
    w lies in (0, 2) and exceeds 1 exactly when r errs in the direction the
    corpus already errs for that group (e.g. it over-represents a group that
    the model's candidates over-represent more than they under-represent it).
-   The pair's DPO loss is multiplied by w (``training.trainer``), where FairPO
+   The pair's DPO loss is multiplied by w (``evenhand.training.trainer``), where FairPO
    scales the chosen and rejected log-probabilities inside the logits
    and also re-weights the chosen side with 1/rho; FairPO's per-candidate
    exponent p is taken as 1.

@@ -7,9 +7,9 @@ Iteration k = 1..K:
 2. generate ``candidates`` per prompt with the current policy using the
    paper's samplers (``rerank.Reranker``: nucleus / top-k / hybrid thirds);
 3. score every candidate with the scorers; a prompt's candidate composite is
-   the weighted sum of per-set normalized scores (``training.scoring``);
-4. build preference pairs (``training.pairs``; with ``fairness`` the scores are
-   -Equal Coverage and pairs are weighted, ``training.fairness``);
+   the weighted sum of per-set normalized scores (``evenhand.training.scoring``);
+4. build preference pairs (``evenhand.training.pairs``; with ``fairness`` the scores are
+   -Equal Coverage and pairs are weighted, ``evenhand.training.fairness``);
 5. train ``epochs`` of trl ``DPOTrainer`` on the pairs, continuing the same
    peft LoRA (a fresh optimizer per iteration); the reference is the
    adapter-disabled policy (``reference="base"``) or the adapter as it was at
@@ -52,8 +52,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError, Example
-from training.config import DPORRConfig
+from evenhand.evaluation.schema import DataError, Example
+from evenhand.training.config import DPORRConfig
 
 ITER_PREFIX = "iter_"
 SUMMARY = "summary.json"
@@ -167,8 +167,7 @@ class _Run:
         import torch
         from accelerate import PartialState
         from accelerate.utils import parse_flag_from_env
-
-        from training.scoring import Scoring, registry_scoring
+        from evenhand.training.scoring import Scoring, registry_scoring
 
         self.config = c = config
         # PartialState() alone ignores CPU process groups: under torchrun/accelerate
@@ -185,7 +184,7 @@ class _Run:
             self.scoring = registry_scoring(c.scorer_names, c.weights, c.normalize, c.score_source)
         self.fair_scorer = None
         if c.fairness:
-            from rerank.registry import get_scorer
+            from evenhand.rerank.registry import get_scorer
 
             self.fair_scorer = get_scorer("equal-coverage", model=c.fairness_model, progress=False)
         self.train, self.dev = self._data(train, dev)
@@ -196,7 +195,7 @@ class _Run:
             print(f"[dpo-rr] {message}", flush=True)
 
     def _data(self, train: Sequence[Example] | None, dev: Sequence[Example] | None) -> tuple[list, list]:
-        from evaluation.loaders import load_examples
+        from evenhand.evaluation.loaders import load_examples
 
         c = self.config
         if train is None:
@@ -227,9 +226,8 @@ class _Run:
     # -- model -------------------------------------------------------------------------
     def load_policy(self, last: int) -> None:
         import torch
+        from evenhand.decoding.models import load_generator
         from peft import LoraConfig, PeftModel, get_peft_model
-
-        from decoding.models import load_generator
 
         c = self.config
         base, self.tokenizer = load_generator(c.model, device=self.device, dtype=torch.float32)
@@ -249,8 +247,8 @@ class _Run:
 
     # -- stages --------------------------------------------------------------------------
     def candidates(self, k: int, prompts: list[Example]) -> list[dict[str, Any]]:
-        from decoding.generate import GenerateConfig
-        from rerank.reranker import RerankConfig, Reranker
+        from evenhand.decoding.generate import GenerateConfig
+        from evenhand.rerank.reranker import RerankConfig, Reranker
 
         c = self.config
         self.model.eval()
@@ -280,8 +278,8 @@ class _Run:
         return self._gather(records)
 
     def pairs(self, prompts: list[Example], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from training.fairness import pair_weight, representation_ratios
-        from training.pairs import build_pairs
+        from evenhand.training.fairness import pair_weight, representation_ratios
+        from evenhand.training.pairs import build_pairs
 
         c = self.config
         ratios = None
@@ -305,10 +303,9 @@ class _Run:
     def train_dpo(self, k: int, prompts: list[Example], pairs: list[dict[str, Any]], workdir: Path) -> dict:
         import torch
         from datasets import Dataset
+        from evenhand.decoding.prompting import build_prompt
+        from evenhand.training.trainer import WEIGHT_COLUMN, weighted_dpo_trainer
         from trl import DPOConfig
-
-        from decoding.prompting import build_prompt
-        from training.trainer import WEIGHT_COLUMN, weighted_dpo_trainer
 
         c = self.config
         if not pairs:
@@ -363,7 +360,7 @@ class _Run:
     def evaluate(self, base: bool = False) -> list[dict[str, Any]]:
         import contextlib
 
-        from decoding.generate import GenerateConfig, generate
+        from evenhand.decoding.generate import GenerateConfig, generate
 
         c = self.config
         self.model.eval()
@@ -396,7 +393,7 @@ class _Run:
     def commit(self, k: int, files: dict[str, list[dict[str, Any]]], summary: dict[str, Any],
                save_adapter: bool) -> None:
         """Write iteration k's files into a temporary folder and rename it to ``iter_k``."""
-        from evaluation.jsonl import write_jsonl
+        from evenhand.evaluation.jsonl import write_jsonl
 
         if self.state.is_main_process:
             self.out.mkdir(parents=True, exist_ok=True)

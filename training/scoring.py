@@ -4,7 +4,7 @@ Any object with ``name`` and ``score(sources, outputs) -> list[float]`` is a
 component (the ``rerank`` registry's scorers, or a test's tiny scorer).
 
 - Candidate composite (pairs): each component's scores are normalized within
-  one prompt's candidate set (``rerank.scorers.composite.normalize``: minmax by
+  one prompt's candidate set (``evenhand.rerank.scorers.composite.normalize``: minmax by
   default), then ``sum_c w_c * norm_c / sum_c w_c`` — what ``composite`` does.
 - Dev composite: one output per source makes per-set normalization constant,
   so the dev composite is the weighted mean of the raw component scores,
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.schema import DataError, Document, Example
 
 SCORE_SOURCES = ("documents", "target")
 
@@ -58,7 +58,7 @@ class Scoring:
         self, components: Mapping[str, Any], weights: Sequence[float] | None = None,
         normalize: str = "minmax", source: str = "documents",
     ) -> None:
-        from rerank.scorers.composite import NORMALIZATIONS
+        from evenhand.rerank.scorers.composite import NORMALIZATIONS
 
         if not components:
             raise ValueError("`components` is empty; give at least one scorer")
@@ -100,7 +100,7 @@ class Scoring:
 
     def candidate_composite(self, raw: Mapping[str, Sequence[float]]) -> list[float]:
         """The composite of one prompt's candidate set (per-set normalized components)."""
-        from rerank.scorers.composite import normalize
+        from evenhand.rerank.scorers.composite import normalize
 
         return self.weighted({name: normalize(raw[name], self.normalize) for name in self.names})
 
@@ -109,8 +109,8 @@ def registry_scoring(
     names: Sequence[str], weights: str | None, normalize: str, source: str,
     cache_dir: str | None = None,
 ) -> Scoring:
-    """A ``Scoring`` of registered scorers (``rerank.registry.get_scorer``)."""
-    from rerank.registry import get_scorer
+    """A ``Scoring`` of registered scorers (``evenhand.rerank.registry.get_scorer``)."""
+    from evenhand.rerank.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
     ws = None if weights is None else [float(w) for w in str(weights).split(",") if w.strip()]

@@ -56,15 +56,15 @@ def score_cache(args: argparse.Namespace) -> Any:
         return None
     if args.score_cache:
         return args.score_cache
-    from decoding.models import cache_dir
+    from evenhand.decoding.models import cache_dir
 
     return cache_dir() / "scores"
 
 
 def split_names(text: str) -> list[str]:
     """Comma-separated scorer names, each checked against the registry."""
-    from evaluation.schema import DataError
-    from rerank.registry import UnknownScorerError, scorer_class
+    from evenhand.evaluation.schema import DataError
+    from evenhand.rerank.registry import UnknownScorerError, scorer_class
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:

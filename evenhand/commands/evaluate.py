@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def split_metrics(names: str) -> tuple[list[str], list[str]]:
     """(evaluation metric names, rerank scorer names); unknown names raise listing both."""
-    from evaluation.report import METRICS, UnknownMetricError
-    from rerank.registry import available
+    from evenhand.evaluation.report import METRICS, UnknownMetricError
+    from evenhand.rerank.registry import available
 
     metrics, scorers = [], []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
@@ -68,7 +68,7 @@ def split_metrics(names: str) -> tuple[list[str], list[str]]:
 def add_scorer_columns(report, items, scorers, args) -> None:  # noqa: ANN001
     """Score every item with each rerank scorer; add per-row columns and corpus means."""
     from evenhand.commands._scoring import score_cache, scorer_options
-    from rerank.registry import get_scorer
+    from evenhand.rerank.registry import get_scorer
 
     options = scorer_options(args, scorers)
     examples = [item.example for item in items]
@@ -85,8 +85,8 @@ def add_scorer_columns(report, items, scorers, args) -> None:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
-    from evaluation.loaders import load_examples
-    from evaluation.report import (
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.report import (
         EvaluationReport,
         UnknownMetricError,
         evaluate,
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         select_summaries,
         write_tables,
     )
-    from evaluation.schema import DataError
+    from evenhand.evaluation.schema import DataError
 
     try:
         names, scorers = split_metrics(args.metrics)

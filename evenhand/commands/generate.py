@@ -13,7 +13,7 @@ HELP = "Summarize every example of a data file into a JSONL file (one line per e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model and output options plus every GenerateConfig field."""
-    from decoding.generate import GenerateConfig
+    from evenhand.decoding.generate import GenerateConfig
 
     parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
@@ -38,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Generate, appending each finished batch to --out."""
-    from decoding.generate import GenerateConfig, generate
-    from decoding.models import load_generator
-    from evaluation.jsonl import ResumableJsonl
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import ResumableJsonl
 
     config = config_from_args(GenerateConfig, args)
     examples = load_limited(args.data, args.limit)

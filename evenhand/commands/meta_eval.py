@@ -36,10 +36,10 @@ def run(args: argparse.Namespace) -> int:
     """Score every summary with every scorer, one scorer at a time, appending to --out."""
     import time
 
-    from evaluation.jsonl import ResumableJsonl
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
-    from rerank.meta_eval import TRUTHS, load_controlled, meta_evaluate
-    from rerank.registry import get_scorer
+    from evenhand.evaluation.jsonl import ResumableJsonl
+    from evenhand.rerank.meta_eval import TRUTHS, load_controlled, meta_evaluate
+    from evenhand.rerank.registry import get_scorer
 
     names = split_names(args.scorers)
     data = load_controlled(args.data)

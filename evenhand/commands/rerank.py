@@ -13,8 +13,8 @@ _SAMPLER_FIELDS = ("do_sample", "num_beams", "top_p", "top_k", "temperature", "s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model, scorer and sampling options."""
-    from decoding.generate import GenerateConfig
     from evenhand.commands._scoring import add_scorer_options
+    from evenhand.decoding.generate import GenerateConfig
 
     parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
     parser.add_argument("--out", required=True, help="Output JSONL: one record per example with all candidates.")
@@ -44,11 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rerank, appending one record per example to --out; print a summary."""
-    from decoding.generate import GenerateConfig
-    from decoding.models import load_generator
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
-    from rerank.registry import get_scorer
-    from rerank.reranker import RerankConfig, Reranker
+    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.models import load_generator
+    from evenhand.rerank.registry import get_scorer
+    from evenhand.rerank.reranker import RerankConfig, Reranker
 
     names = split_names(args.scorers)
     scorer = get_scorer(

@@ -25,7 +25,7 @@ HELP = "DPO+RR: sample, rerank, build preference pairs and DPO-train a LoRA, ite
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--config, --data, --out and one override flag per DPORRConfig field."""
-    from training.config import DPORRConfig
+    from evenhand.training.config import DPORRConfig
 
     parser.add_argument("--config", default=None, help="YAML file of DPORRConfig fields.")
     parser.add_argument("--data", default=None, help="Training examples (.jsonl, .csv, FairSumm/TheFlipSide .json).")
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _overrides(args: argparse.Namespace) -> dict:
     import dataclasses
 
-    from training.config import DPORRConfig
+    from evenhand.training.config import DPORRConfig
 
     return {
         f.name: getattr(args, f.name)
@@ -47,8 +47,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Build the config, train, print one line per finished iteration."""
-    from training.config import DPORRConfig
-    from training.loop import train_dpo_rr
+    from evenhand.training.config import DPORRConfig
+    from evenhand.training.loop import train_dpo_rr
 
     overrides = _overrides(args)
     try:

@@ -9,7 +9,7 @@ YAML schema (every key but ``datasets`` optional)::
       flipside: ../shared/data/theflipside/test.json   # relative paths: from the YAML's folder
     limit: 10                      # first N examples of each data set (default: all)
     seeds: [0, 1]                  # every cell runs once per (data set, seed) (default: [0])
-    metrics: [mint, fragments, fairsumm]   # evaluation.report metrics per row; fairsumm is
+    metrics: [mint, fragments, fairsumm]   # evenhand.evaluation.report metrics per row; fairsumm is
                                    # skipped for examples without two labelled groups
     factuality: none               # a rerank scorer name (e.g. alignscore) or none
     factuality_options: {}         # that scorer's Config fields
@@ -23,7 +23,7 @@ YAML schema (every key but ``datasets`` optional)::
     cells:                         # explicit cells, appended after the grid's; each over base
       - {name: reward, extractiveness: 2}
 
-A *setting* key is any ``decoding.generate.GenerateConfig`` field (checked
+A *setting* key is any ``evenhand.decoding.generate.GenerateConfig`` field (checked
 against the dataclass at load time, so new fields work without changes here)
 except ``seed`` (use ``seeds``), plus:
 
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError
+from evenhand.evaluation.schema import DataError
 
 #: Setting keys that are not GenerateConfig fields.
 EXTRA_KEYS = ("model", "candidates", "scorers")
@@ -64,7 +64,7 @@ DEFAULT_MODEL = "smollm2-135m-instruct"
 
 def setting_keys() -> list[str]:
     """Every valid setting key: GenerateConfig's fields (but ``seed``) and :data:`EXTRA_KEYS`."""
-    from decoding.generate import GenerateConfig
+    from evenhand.decoding.generate import GenerateConfig
 
     names = [f.name for f in dataclasses.fields(GenerateConfig) if f.init and f.name != "seed"]
     return names + list(EXTRA_KEYS)
@@ -96,7 +96,7 @@ class Cell:
 
     def generate_config(self, seed: int) -> Any:
         """The cell's GenerateConfig for ``seed`` (validated by GenerateConfig itself)."""
-        from decoding.generate import GenerateConfig
+        from evenhand.decoding.generate import GenerateConfig
 
         values = {k: v for k, v in self.settings.items() if k not in EXTRA_KEYS}
         return GenerateConfig(**values, seed=seed)
@@ -196,7 +196,7 @@ class SweepConfig:
             raise DataError(f"`seeds` must be a non-empty list of ints, got {self.seeds!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise DataError(f"`seeds` lists a seed twice: {self.seeds}")
-        from evaluation.report import resolve_metrics
+        from evenhand.evaluation.report import resolve_metrics
 
         try:
             resolve_metrics(self.metrics)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.schema import DataError, Example
 
 
 class RerankUnavailable(DataError):
@@ -31,7 +31,7 @@ def _rerank_module(name: str, what: str) -> Any:
 
 def build_scorer(name: str, options: dict[str, Any] | None = None) -> Any:
     """The rerank scorer ``name`` with ``options`` (its Config fields)."""
-    registry = _rerank_module("rerank.registry", f"scorer {name!r}")
+    registry = _rerank_module("evenhand.rerank.registry", f"scorer {name!r}")
     try:
         return registry.get_scorer(name, **(options or {}))
     except (KeyError, TypeError, ValueError) as err:
@@ -56,7 +56,7 @@ def rerank_batch(
 
     A record: ``{"summary", "best_index", "best_score", "scorer", "candidates": [...]}``.
     """
-    reranker_mod = _rerank_module("rerank.reranker", f"reranking with candidates={candidates}")
+    reranker_mod = _rerank_module("evenhand.rerank.reranker", f"reranking with candidates={candidates}")
     scorer = reranking_scorer(scorers)
     reranker = reranker_mod.Reranker(
         model, tokenizer, scorer, reranker_mod.RerankConfig(candidates=candidates, seed=config.seed),

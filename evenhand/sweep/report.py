@@ -6,7 +6,7 @@ is skipped with a note on the page):
 1. *Abstractiveness vs factuality*: each row's (MINT, factuality) point, each
    cell's mean, and per *system* (cells equal up to the abstractiveness
    settings :data:`TRADEOFF_KEYS`) the least-squares trend line with its F@50
-   (``evaluation.factuality.factuality_at``); the table adds the
+   (``evenhand.evaluation.factuality.factuality_at``); the table adds the
    MINT-adjusted factuality mF = (2·F + MINT) / 3 of each cell. The
    factuality scorer and its backend are named.
 2. *Fairness*: BUR (share of unfair summaries), UER and Equal Coverage (when
@@ -17,7 +17,7 @@ is skipped with a note on the page):
    over N = 1 of the same other settings.
 4. *Bradley–Terry ranking* of the cells (systems) on a per-row score
    (mF when factuality exists, else MINT), 95% bootstrap intervals
-   (``evaluation.ranking.bradley_terry``) over (example, seed) documents.
+   (``evenhand.evaluation.ranking.bradley_terry``) over (example, seed) documents.
 
 Plus ``cells.csv``: every cell's mean metrics per data set.
 """
@@ -67,7 +67,7 @@ class Section:
 
 def row_values(row: ResultRow) -> dict[str, float]:
     """A row's numbers: its metrics, factuality, mF and the reranker's best score."""
-    from evaluation.factuality import mint_adjusted_factuality
+    from evenhand.evaluation.factuality import mint_adjusted_factuality
 
     values = {k: float(v) for k, v in row.metrics.items()}
     if row.factuality is not None:
@@ -157,7 +157,7 @@ def _plt() -> Any:
 
 
 def _tradeoff(ds: _Dataset, out: Path) -> Section:
-    from evaluation.factuality import factuality_at, mint_adjusted_factuality
+    from evenhand.evaluation.factuality import factuality_at, mint_adjusted_factuality
 
     section = Section("Abstractiveness (MINT) vs factuality")
     if not ds.has("factuality"):
@@ -304,7 +304,7 @@ def _reranking(ds: _Dataset, out: Path) -> Section:
 
 
 def _ranking(ds: _Dataset, out: Path, rank_by: str, n_bootstrap: int, seed: int) -> Section:
-    from evaluation.ranking import bradley_terry
+    from evenhand.evaluation.ranking import bradley_terry
 
     column = rank_by if rank_by != "auto" else ("mF" if ds.has("mF") else "mint")
     section = Section(f"Bradley–Terry ranking of systems by {column}")
@@ -328,7 +328,10 @@ def _ranking(ds: _Dataset, out: Path, rank_by: str, n_bootstrap: int, seed: int)
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(cells) + 1.5))
     ab = np.asarray(bt.abilities)[order]
     lo, hi = np.asarray(bt.lower)[order], np.asarray(bt.upper)[order]
-    ax.errorbar(ab, range(len(cells)), xerr=[ab - lo, hi - ab], fmt="o", capsize=3)
+    # a percentile interval need not contain the estimate (rounding or skew): clip the
+    # bars at the point, which matplotlib requires to be non-negative
+    xerr = np.clip([ab - lo, hi - ab], 0.0, None)
+    ax.errorbar(ab, range(len(cells)), xerr=xerr, fmt="o", capsize=3)
     ax.set_yticks(range(len(cells)), [names[i] for i in order], fontsize=7)
     ax.axvline(0, color="grey", ls=":", lw=1)
     ax.set_xlabel(f"Bradley–Terry ability (log-odds), 95% bootstrap interval; {len(docs)} documents")

@@ -3,7 +3,7 @@
 Work is cut into *units* (cell, data set, seed, batch of ``batch_size``
 consecutive examples), always the same batches of the same example list, and
 each batch is generated with seed ``seed + index of its first example`` — the
-seeding ``decoding.generate.generate`` uses over a whole list. A resumed sweep
+seeding ``evenhand.decoding.generate.generate`` uses over a whole list. A resumed sweep
 therefore regenerates exactly the batches it lacks and gets the outputs an
 uninterrupted run would have. A batch's rows are committed in one transaction.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.schema import DataError, Example
+from evenhand.evaluation.schema import DataError, Example
 from evenhand.sweep.config import Cell, SweepConfig
 from evenhand.sweep.store import ResultRow, ResultStore, merge_shards, shard_path, shard_paths
 
@@ -64,7 +64,7 @@ def plan_units(config: SweepConfig, datasets: dict[str, list[Example]]) -> list[
 
 def load_datasets(config: SweepConfig) -> dict[str, list[Example]]:
     """Each data set's examples (the first ``limit``); ids must be unique within a set."""
-    from evaluation.loaders import load_examples
+    from evenhand.evaluation.loaders import load_examples
 
     out = {}
     for name, path in config.datasets.items():
@@ -86,7 +86,7 @@ def row_metrics(example: Example, summary: str, metrics: Sequence[str]) -> tuple
 
     ``fairsumm`` is left out silently for examples without two labelled groups.
     """
-    from evaluation.report import Scored, evaluate
+    from evenhand.evaluation.report import Scored, evaluate
 
     values: dict[str, float] = {}
     errors = []
@@ -127,7 +127,7 @@ def run_sweep(
     Args:
         config: the sweep (``load_sweep``).
         results: the results file (default ``config.results``).
-        load_model: ``name -> (model, tokenizer)`` (default ``decoding.models.load_generator``
+        load_model: ``name -> (model, tokenizer)`` (default ``evenhand.decoding.models.load_generator``
             on ``config.device``); one model is kept loaded at a time.
         rerank_fn: best-of-N for cells with ``candidates`` > 1 (default
             ``hookups.rerank_batch``; same signature).
@@ -138,7 +138,7 @@ def run_sweep(
     """
     from tqdm.auto import tqdm
 
-    from decoding.generate import generate
+    from evenhand.decoding.generate import generate
     from evenhand.sweep import hookups
 
     state = None
@@ -154,7 +154,7 @@ def run_sweep(
     store.add_cells(config.cells)
 
     if load_model is None:
-        from decoding.models import load_generator
+        from evenhand.decoding.models import load_generator
 
         device = config.device or (str(state.device) if state is not None else None)
 

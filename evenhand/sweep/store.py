@@ -8,7 +8,7 @@ Schema (``SCHEMA_VERSION`` 1)::
       cell_id TEXT, dataset TEXT, seed INTEGER, example_id TEXT,  -- PRIMARY KEY (all four)
       example_index INTEGER,      -- position in the data set (report order)
       summary TEXT,
-      metrics TEXT,               -- JSON {column: float} from evaluation.report.evaluate
+      metrics TEXT,               -- JSON {column: float} from evenhand.evaluation.report.evaluate
       factuality REAL,            -- NULL without a factuality scorer
       factuality_scorer TEXT, factuality_backend TEXT,
       rerank TEXT,                -- JSON {best_index, best_score, scorer, candidates} or NULL

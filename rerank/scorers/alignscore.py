@@ -5,7 +5,7 @@ and a summary with sentences s_1..s_n:
 
     AlignScore = (1/n) * sum_j max_i p(c_i supports s_j)
 
-with p from the configured backend (``rerank.alignment``). A summary without
+with p from the configured backend (``evenhand.rerank.alignment``). A summary without
 any sentence (empty or blank) scores ``empty_score`` (default 0.0: it states
 nothing supported) and is flagged ``empty: true``; upstream returns NaN there.
 """
@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Example
-from rerank.alignment import AlignmentBackendMixin
-from rerank.registry import register
-from rerank.scorer import Scorer, ScorerConfig
-from rerank.text import alignscore_chunks, split_sentences
+from evenhand.evaluation.schema import Example
+from evenhand.rerank.alignment import AlignmentBackendMixin
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 
 def max_mean(probs: Sequence[Sequence[float]]) -> float:

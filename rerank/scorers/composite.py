@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rerank.registry import register
-from rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
 
@@ -118,7 +118,7 @@ class CompositeScorer(Scorer):
     def __init__(self, config: CompositeConfig | None = None, cache_dir: Any = None,
                  components: dict[str, Scorer] | None = None) -> None:
         super().__init__(config, cache_dir)
-        from rerank.registry import get_scorer
+        from evenhand.rerank.registry import get_scorer
 
         given = components or {}
         self.components: dict[str, Scorer] = {

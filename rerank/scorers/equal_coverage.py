@@ -7,8 +7,8 @@ line by a generator, ``acu_model``, or its sentences when it lists none). For ev
 
     P[s, d] = max over blocks b of d of p(b supports s)
 
-with p from the alignment backend (``rerank.alignment``: NLI, AlignScore
-checkpoint, or the MiniLM fallback). ``evaluation.coverage.equal_coverage``
+with p from the alignment backend (``evenhand.rerank.alignment``: NLI, AlignScore
+checkpoint, or the MiniLM fallback). ``evenhand.evaluation.coverage.equal_coverage``
 turns P and the documents' groups into EC; the score is −EC (higher = fairer).
 
 Groups: the documents' ``group`` labels. A source without labels (a str or a
@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Document, Example
-from rerank.alignment import AlignmentBackendMixin
-from rerank.registry import register
-from rerank.scorer import Scorer, ScorerConfig
-from rerank.text import split_sentences, word_blocks
+from evenhand.evaluation.schema import Document, Example
+from evenhand.rerank.alignment import AlignmentBackendMixin
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.text import split_sentences, word_blocks
 
 
 @dataclass
@@ -128,8 +128,8 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
         if self.config.units == "sentences" or not sentences:
             return sentences
         if summary not in self._acus:
-            from decoding.generate import GenerateConfig, generate
-            from decoding.models import load_generator
+            from evenhand.decoding.generate import GenerateConfig, generate
+            from evenhand.decoding.models import load_generator
 
             if self._acu_model is None:
                 self._acu_model = load_generator(self.config.acu_model, device=self.config.device)
@@ -170,7 +170,7 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
         return out_list
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from evaluation.coverage import equal_coverage
+        from evenhand.evaluation.coverage import equal_coverage
 
         results = []
         for matrix, groups, origin in self._matrices(sources, outputs):

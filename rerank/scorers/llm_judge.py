@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Example
-from rerank.registry import register
-from rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.schema import Example
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -160,7 +160,7 @@ class LlmJudge(Scorer):
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
-            from decoding.models import load_generator
+            from evenhand.decoding.models import load_generator
 
             self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
         return self._model, self._tokenizer
@@ -173,7 +173,7 @@ class LlmJudge(Scorer):
         The article is cut at the end to keep the longest prompt within
         ``max_prompt_tokens``.
         """
-        from decoding.prompting import chat_prompt
+        from evenhand.decoding.prompting import chat_prompt
 
         _, tok = self._load()
         marker = "\x00SUMMARY\x00"

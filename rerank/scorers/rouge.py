@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.schema import Example
-from rerank.registry import register
-from rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.schema import Example
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig
 
 MEASURES = ("recall", "precision", "fmeasure")
 
