@@ -12,8 +12,9 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from evenhand.evaluation.schema import DataError, Example
 
@@ -38,22 +39,41 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return [record for _, record in iter_jsonl(path)]
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
+@contextmanager
+def atomic_open(path: str | Path) -> Iterator[TextIO]:
+    """A text file handle whose content replaces ``path`` only when the block ends without error.
+
+    The data goes to a temporary file beside ``path`` (flushed and fsync'ed), then
+    renamed over it; on an exception the temporary file is removed and ``path``
+    keeps its old content.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return path
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
+    with atomic_open(path) as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return Path(path)
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write one JSON document to ``path`` atomically, indented for people to read."""
+    with atomic_open(path) as f:
+        f.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return Path(path)
 
 
 def write_examples(path: str | Path, examples: Iterable[Example]) -> Path:

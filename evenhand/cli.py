@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from evenhand.evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
-COMMANDS = ["demo", "generate", "evaluate", "rerank", "meta_eval", "train", "sweep", "report"]
+COMMANDS = [
+    "demo", "generate", "evaluate", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,11 @@
 Adding a scorer is one module: subclass ``Scorer``, give it a ``Config``
 dataclass, decorate it with ``@register("my-scorer")``. Built-in scorers live in
 ``evenhand.rerank.scorers`` and are imported on first lookup.
+
+A scorer class whose ``argument`` names one of its config fields takes that
+field in its name: ``calibrated:faithfulness`` or ``calibrated:CAL.json`` is
+the ``calibrated`` scorer with ``path`` set; every command that takes scorer
+names accepts that form.
 """
 
 from __future__ import annotations
@@ -55,12 +60,42 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"calibrated:x.json"`` -> ``("calibrated", "x.json")``; a plain name -> ``(name, None)``."""
+    base, sep, argument = name.partition(":")
+    return base, (argument if sep else None)
+
+
 def scorer_class(name: str) -> type[Scorer]:
-    """The class registered as ``name``; unknown names raise UnknownScorerError (a KeyError) listing the available ones."""
+    """The class registered as ``name`` (``base:argument`` names too).
+
+    Unknown names raise UnknownScorerError (a KeyError) listing the available
+    ones; an argument given to a scorer that takes none, or missing where one is
+    needed, raises UnknownScorerError saying so.
+    """
     _load_builtins()
-    if name not in _REGISTRY:
-        raise UnknownScorerError(f"Unknown scorer {name!r}. Available: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    base, argument = split_name(name)
+    if base not in _REGISTRY:
+        shown = [f"{n}:{_REGISTRY[n].argument.upper()}" if _REGISTRY[n].argument else n for n in sorted(_REGISTRY)]
+        raise UnknownScorerError(f"Unknown scorer {name!r}. Available: {', '.join(shown)}")
+    cls = _REGISTRY[base]
+    if argument is not None and cls.argument is None:
+        raise UnknownScorerError(f"scorer {base!r} takes no argument; use {base!r} without ':{argument}'")
+    if cls.argument is not None and not argument:
+        raise UnknownScorerError(
+            f"scorer {base!r} needs its {cls.argument}: write {base}:{cls.argument.upper()}"
+            + (f" ({cls.argument_help})" if cls.argument_help else "")
+        )
+    return cls
+
+
+def is_registered(name: str) -> bool:
+    """Whether ``name`` resolves to a scorer (see ``scorer_class``)."""
+    try:
+        scorer_class(name)
+    except UnknownScorerError:
+        return False
+    return True
 
 
 def get_scorer(name: str, cache_dir: str | Path | None = None, **config: Any) -> Scorer:
@@ -73,6 +108,8 @@ def get_scorer(name: str, cache_dir: str | Path | None = None, **config: Any) ->
             listing the valid ones.
     """
     cls = scorer_class(name)
+    if cls.argument is not None:
+        config = {**config, cls.argument: split_name(name)[1]}
     fields = {f.name for f in dataclasses.fields(cls.Config) if f.init}
     unknown = sorted(set(config) - fields)
     if unknown:

@@ -104,6 +104,9 @@ class Scorer:
     Config: ClassVar[type[ScorerConfig]] = ScorerConfig
     #: Names of the per-output fields ``score_details`` reports besides ``score``.
     detail_fields: ClassVar[tuple[str, ...]] = ()
+    #: A config field set from the name (``calibrated:X`` sets ``path``), or None.
+    argument: ClassVar[str | None] = None
+    argument_help: ClassVar[str] = ""
 
     def __init__(self, config: ScorerConfig | None = None, cache_dir: str | Path | None = None):
         self.config = config if config is not None else self.Config()

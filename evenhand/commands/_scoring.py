@@ -32,9 +32,21 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Per scorer name the config fields the command line sets."""
+    """Per scorer name the config fields the command line sets.
+
+    A ``calibrated:X`` name passes the options on to its components (``options``).
+    """
+    from evenhand.rerank.registry import split_name
+
     options: dict[str, dict[str, Any]] = {}
     for name in names:
+        if split_name(name)[0] == "calibrated":
+            from evenhand.rerank.scorers.calibrated import load_calibration
+
+            components = load_calibration(split_name(name)[1] or "").scorers
+            inner = {c: o for c, o in scorer_options(args, components).items() if o}
+            options[name] = {"options": inner} if inner else {}
+            continue
         opts: dict[str, Any] = {}
         if name in JUDGES and args.judge_model:
             opts["model"] = args.judge_model
@@ -64,7 +76,7 @@ def score_cache(args: argparse.Namespace) -> Any:
 def split_names(text: str) -> list[str]:
     """Comma-separated scorer names, each checked against the registry."""
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import UnknownScorerError, scorer_class
+    from evenhand.rerank.registry import UnknownScorerError, scorer_class, split_name
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -74,4 +86,9 @@ def split_names(text: str) -> list[str]:
             scorer_class(name)
         except UnknownScorerError as err:  # one-line CLI error: "Unknown scorer 'x'. Available: ..."
             raise DataError(f"--scorers: {err}") from None
+        base, argument = split_name(name)
+        if base == "calibrated":  # read the calibration now, before any model loads
+            from evenhand.rerank.scorers.calibrated import load_calibration
+
+            load_calibration(argument or "")
     return names

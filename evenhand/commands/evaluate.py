@@ -50,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def split_metrics(names: str) -> tuple[list[str], list[str]]:
     """(evaluation metric names, rerank scorer names); unknown names raise listing both."""
     from evenhand.evaluation.report import METRICS, UnknownMetricError
-    from evenhand.rerank.registry import available
+    from evenhand.rerank.registry import available, is_registered
 
     metrics, scorers = [], []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
         if name in METRICS:
             metrics.append(name)
-        elif name in available():
+        elif is_registered(name):
             scorers.append(name)
         else:
             raise UnknownMetricError(

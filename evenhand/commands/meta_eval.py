@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
     from evenhand.evaluation.jsonl import ResumableJsonl
-    from evenhand.rerank.meta_eval import TRUTHS, load_controlled, meta_evaluate
+    from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
     from evenhand.rerank.registry import get_scorer
 
     names = split_names(args.scorers)

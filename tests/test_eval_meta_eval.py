@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
+from evenhand.evaluation.meta_eval import load_controlled, meta_evaluate
 from evenhand.evaluation.schema import DataError
-from evenhand.rerank.meta_eval import load_controlled, meta_evaluate
 
 from evenhand.cli import build_parser, main
 

@@ -1,8 +1,11 @@
 """Meta-evaluation of scorers on controlled summaries (Ri, Deas & McKeown 2025, Table 2).
 
-Input: a JSON list of ``{"source": [text, ...], "summaries": [{"summary",
-"coverage", "faithfulness", ...}]}``. Per scorer and ground truth (coverage,
-faithfulness):
+Input (``load_annotated``): the controlled-summaries JSON list of
+``{"source": [text, ...], "summaries": [{"summary", "coverage", "faithfulness",
+...}]}``, or a generic JSONL file with one summary per line,
+``{"source": text or [text, ...], "summary": text, "<target>": number}``
+(lines with the same source form one source). Per scorer and ground truth
+(coverage, faithfulness):
 
 - Spearman's ρ between the scorer and the truth over all summaries;
 - winrate: the share of same-source summary pairs with different ground
@@ -67,6 +70,49 @@ def load_controlled(path: str | Path) -> ControlledSet:
             out.summaries.append(summary["summary"])
             for t in TRUTHS:
                 out.truth[t].append(float(summary[t]))
+    return out
+
+
+def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> ControlledSet:
+    """Human-scored summaries from a controlled-summaries ``.json`` or a generic ``.jsonl``.
+
+    In a JSONL file every line needs ``source``, ``summary`` and each of
+    ``targets``; errors name the file, line and field.
+    """
+    path = Path(path)
+    if path.suffix != ".jsonl":
+        data = load_controlled(path)
+        return data
+    from evenhand.evaluation.jsonl import read_jsonl
+
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataError(f"{path}: no summaries; each line needs `source`, `summary` and a human score")
+    out = ControlledSet([], [], [], {t: [] for t in targets})
+    index: dict[tuple[str, ...], int] = {}
+    for lineno, row in enumerate(rows, start=1):
+        where = f"{path}:{lineno}"
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object with `source`, `summary` and scores")
+        for key in ("source", "summary", *targets):
+            if key not in row:
+                raise DataError(f"{where}: missing field `{key}`")
+        source = [row["source"]] if isinstance(row["source"], str) else row["source"]
+        if not isinstance(source, list) or not source or not all(isinstance(s, str) and s.strip() for s in source):
+            raise DataError(f"{where}: `source` must be a non-empty text or list of texts")
+        if not isinstance(row["summary"], str):
+            raise DataError(f"{where}: `summary` must be a string")
+        key = tuple(source)
+        if key not in index:
+            index[key] = len(out.sources)
+            out.sources.append(source)
+        out.source_index.append(index[key])
+        out.summaries.append(row["summary"])
+        for t in targets:
+            value = row[t]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise DataError(f"{where}: `{t}` must be a number, got {value!r}")
+            out.truth[t].append(float(value))
     return out
 
 

@@ -1,0 +1,205 @@
+"""Calibration of scorers to human scores: ridge, transforms, grouped CV, JSON round trip, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import shared_file
+from evenhand.evaluation.calibration import (
+    Calibration,
+    _transform,
+    cross_validate,
+    fit_calibration,
+    fold_of_groups,
+    ridge,
+)
+from evenhand.evaluation.schema import DataError
+
+
+def test_ridge_matches_hand_computed_values() -> None:
+    z = np.array([[0.0], [1.0], [2.0]])
+    y = np.array([1.0, 3.0, 5.0])
+    w, b = ridge(z, y, 0.0)
+    assert w.tolist() == pytest.approx([2.0]) and b == pytest.approx(1.0)
+    # centred z = (-1, 0, 1): w = z'y / (z'z + alpha) = 4 / (2 + 2) = 1; b = mean(y) - w mean(z) = 3 - 1
+    w, b = ridge(z, y, 2.0)
+    assert w.tolist() == pytest.approx([1.0]) and b == pytest.approx(2.0)
+
+
+def test_rank_transform_is_the_interpolated_distribution_function() -> None:
+    t = {"quantiles": [0.0, 1.0, 2.0, 4.0]}
+    x = np.array([-5.0, 0.0, 0.5, 2.0, 3.0, 4.0, 9.0])
+    assert _transform(x, "rank", t).tolist() == pytest.approx([0, 0, 1 / 6, 2 / 3, 5 / 6, 1, 1])
+    # tied quantiles map to the middle of their levels
+    tied = {"quantiles": [0.0, 1.0, 1.0, 1.0, 2.0]}
+    assert _transform(np.array([1.0]), "rank", tied).tolist() == pytest.approx([0.5])
+    assert _transform(np.array([3.0]), "zscore", {"mean": 1.0, "std": 2.0}).tolist() == [1.0]
+
+
+def test_fit_recovers_a_monotone_relation_and_round_trips_through_json() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    noise = rng.normal(size=200)
+    truth = 1 / (1 + np.exp(-2 * x))
+    groups = np.repeat(np.arange(20), 10)
+    cal = fit_calibration({"a": x, "noise": noise}, truth, groups, "faithfulness", alpha=0.01)
+    assert cal.weights["a"] > 0.8 and abs(cal.weights["noise"]) < 0.1
+    pred = cal.predict({"a": x, "noise": noise})
+    assert np.corrcoef(pred, truth)[0, 1] > 0.95
+    back = Calibration.from_dict(json.loads(json.dumps(cal.to_dict())))
+    assert back.predict({"a": x, "noise": noise}).tolist() == pytest.approx(pred.tolist())
+    assert back.target == "faithfulness" and back.scorers == ["a", "noise"]
+
+
+def test_zscore_calibration_is_plain_linear_regression() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = 3 * x + 1
+    cal = fit_calibration({"x": x}, y, [0, 0, 1, 1], "t", normalize="zscore", alpha=0.0)
+    assert cal.predict({"x": np.array([10.0])}).tolist() == pytest.approx([31.0])
+    assert cal.weights["x"] == pytest.approx(3 * x.std())
+
+
+def test_folds_keep_sources_together_and_are_seeded() -> None:
+    groups = ["a", "a", "b", "c", "c", "d", "e", "e", "f"]
+    folds = fold_of_groups(groups, 3, seed=1)
+    for g in set(groups):
+        assert len({f for f, h in zip(folds, groups) if h == g}) == 1
+    assert sorted(np.bincount([folds[groups.index(g)] for g in "abcdef"]).tolist()) == [2, 2, 2]
+    assert (fold_of_groups(groups, 3, seed=1) == folds).all()
+    with pytest.raises(DataError, match="at least 7 sources"):
+        fold_of_groups(groups, 7)
+
+
+def test_cross_validated_predictions_come_from_fits_without_their_fold() -> None:
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(10), 4)
+    x, y = rng.normal(size=40), rng.normal(size=40)
+    truth = x + 0.5 * y + rng.normal(size=40)
+    oof = cross_validate({"x": x, "y": y}, truth, groups, normalize="zscore", alpha=1.0, folds=5, seed=2)
+    folds = fold_of_groups(list(groups), 5, seed=2)
+    for k in range(5):
+        test = folds == k
+        cal = fit_calibration({"x": x[~test], "y": y[~test]}, truth[~test], groups[~test], "t", "zscore", 1.0)
+        assert oof[test].tolist() == pytest.approx(cal.predict({"x": x[test], "y": y[test]}).tolist())
+    # a feature unrelated to the truth cannot be fitted out of fold
+    noise = cross_validate({"n": rng.normal(size=40)}, truth, groups, folds=5)
+    assert abs(np.corrcoef(noise, truth)[0, 1]) < 0.5
+
+
+def test_bad_calibration_files_name_the_field() -> None:
+    good = fit_calibration({"a": [0.0, 1.0, 2.0, 3.0]}, [0, 1, 2, 3], [0, 0, 1, 1], "t", alpha=1.0).to_dict()
+    with pytest.raises(DataError, match="not an evenhand calibration"):
+        Calibration.from_dict({"weights": {}})
+    with pytest.raises(DataError, match="missing field `intercept`"):
+        Calibration.from_dict({k: v for k, v in good.items() if k != "intercept"})
+    with pytest.raises(DataError, match="`normalize`"):
+        Calibration.from_dict({**good, "normalize": "minmax"})
+    with pytest.raises(DataError, match="quantiles"):
+        Calibration.from_dict({**good, "transforms": {"a": {"quantiles": [2.0, 1.0]}}})
+    with pytest.raises(DataError, match="version"):
+        Calibration.from_dict({**good, "version": 99})
+
+
+def _annotated(path: Path) -> Path:
+    rows = []
+    for s in range(6):
+        source = f"Topic {s}: the council cut the bus budget. Riders protested at the hall. Fares rose."
+        for k, summary in enumerate([
+            "The council cut the bus budget, riders protested and fares rose.",
+            "The council cut the bus budget.",
+            "Aliens opened a bakery on the moon.",
+        ]):
+            rows.append({"source": source, "summary": summary, "faithfulness": [1.0, 1.0, 0.0][k],
+                         "coverage": [1.0, 0.4, 0.0][k]})
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, capsys) -> None:
+    from evenhand.rerank.registry import get_scorer
+
+    from evenhand.cli import main
+
+    data = _annotated(tmp_path / "human.jsonl")
+    out = tmp_path / "cal.json"
+    args = ["calibrate", "--data", str(data), "--target", "coverage", "--scorers",
+            "rouge-l-recall,rouge-l-precision", "--out", str(out), "--folds", "3",
+            "--n-bootstrap", "20", "--score-cache", "none"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "calibrated (3-fold CV)" in printed and "rouge-l-recall" in printed
+    cal = json.loads(out.read_text())
+    assert cal["target"] == "coverage" and cal["scorers"] == ["rouge-l-recall", "rouge-l-precision"]
+    assert cal["meta"]["summaries"] == 18 and cal["meta"]["sources"] == 6
+    scorer = get_scorer(f"calibrated:{out}", progress=False)
+    full, short, alien = scorer.score(["The council cut the bus budget. Riders protested. Fares rose."] * 3, [
+        "The council cut the bus budget, riders protested and fares rose.",
+        "The council cut the bus budget.", "Aliens opened a bakery on the moon."])
+    assert full > short > alien
+    # usable in meta-eval like any registered scorer
+    meta = tmp_path / "meta.jsonl"
+    controlled = tmp_path / "controlled.json"
+    controlled.write_text(json.dumps([{"source": ["A cat sat. A dog ran."], "summaries": [
+        {"summary": "A cat sat and a dog ran.", "coverage": 1.0, "faithfulness": 1.0},
+        {"summary": "A cat sat.", "coverage": 0.5, "faithfulness": 1.0},
+        {"summary": "A cow flew.", "coverage": 0.0, "faithfulness": 0.0}]}]))
+    assert main(["meta-eval", "--data", str(controlled), "--scorers", f"calibrated:{out}", "--out", str(meta),
+                 "--n-bootstrap", "5", "--score-cache", "none"]) == 0
+    assert json.loads(meta.read_text().splitlines()[0])["scorer"] == f"calibrated:{out}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--target", "fluency"], "--target must be one of"),
+        (["--scorers", "composite"], "cannot be a feature"),
+        (["--scorers", "rouge-l-recall,rouge-l-recall"], "twice"),
+        (["--scorers", "nope"], "Unknown scorer 'nope'"),
+        (["--alpha", "-1"], "--alpha must be"),
+        (["--folds", "1"], "--folds must be at least 2"),
+        (["--out", "cal.txt"], "--out must be a .json"),
+    ],
+)
+def test_calibrate_rejects_bad_flags_before_touching_files(tmp_path: Path, capsys, extra, message) -> None:
+    from evenhand.cli import main
+
+    data = _annotated(tmp_path / "human.jsonl")
+    args = {"--data": str(data), "--target": "coverage", "--scorers": "rouge-l-recall",
+            "--out": str(tmp_path / "cal.json")}
+    for flag, value in zip(extra[::2], extra[1::2]):
+        args[flag] = value if flag != "--out" else str(tmp_path / value)
+    argv = ["calibrate", *[x for kv in args.items() for x in kv], "--score-cache", "none"]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "cal.json").exists() and not (tmp_path / "cal.txt").exists()
+
+
+def test_annotated_jsonl_errors_name_line_and_field(tmp_path: Path) -> None:
+    from evenhand.evaluation.meta_eval import load_annotated
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"source": "a b", "summary": "a", "coverage": 1}\n{"source": "a b", "summary": "b"}\n')
+    with pytest.raises(DataError, match=r"bad.jsonl:2: missing field `coverage`"):
+        load_annotated(bad, targets=["coverage"])
+    bad.write_text('{"source": "a b", "summary": "a", "coverage": "high"}\n')
+    with pytest.raises(DataError, match=r"bad.jsonl:1: `coverage` must be a number"):
+        load_annotated(bad, targets=["coverage"])
+
+
+def test_shipped_calibrations_load_and_name_their_components() -> None:
+    from evenhand.rerank.scorers.calibrated import SHIPPED, load_calibration
+
+    for name in SHIPPED:
+        cal = load_calibration(name)
+        assert cal.target == name and cal.scorers
+        assert cal.meta["cross_validated"]["spearman"][0] > 0.4
+
+
+def test_dev_half_loads_as_annotated_data() -> None:
+    from evenhand.evaluation.meta_eval import load_annotated
+
+    data = load_annotated(shared_file("perspective_metric_eval/controlled_summaries_dev.json"))
+    assert len(data) == 186 and len(data.sources) == 25
