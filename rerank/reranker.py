@@ -16,7 +16,16 @@ seed (``seed + 7919 * recipe index``), so the same inputs and seed give the
 same candidates.
 
 Every candidate is scored by the scorer (usually ``composite``); the one with
-the highest score is kept (first on ties). One JSONL record per example holds
+the highest score is kept (first on ties).
+
+**Floors** (``RerankConfig.floors``, ``{scorer name: margin}``): the plain
+beam-search summary (the base ``GenerateConfig``, recipe ``"beam"``) joins the
+candidates as their reference, and a candidate whose floor scorer is below the
+plain summary's by more than the margin cannot win: ``fluency`` keeps
+incoherent samples out, ``calibrated:coverage`` keeps out a candidate that is
+"fair" by saying nothing. The plain summary itself always qualifies, so the
+kept summary is never worse than plain beam search by more than the margins.
+Each candidate records its floor scores and ``eligible``. One JSONL record per example holds
 all candidates and their scores; the file is appended per example and resumed
 on restart (``evenhand.evaluation.jsonl.ResumableJsonl``).
 """
@@ -53,10 +62,20 @@ class RerankConfig:
         metadata={"help": "Comma-separated samplers, cycled over candidates."},
     )
     seed: int = field(default=0, metadata={"help": "Base seed of the samplers."})
+    floors: dict[str, float] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Scorer name -> margin: a candidate scoring below the plain beam-search summary "
+            "by more than the margin cannot win (the plain summary joins the candidates)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.candidates < 1:
             raise ValueError(f"`candidates` must be a positive int, got {self.candidates}")
+        for name, margin in self.floors.items():
+            if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0:
+                raise ValueError(f"`floors`: the margin of {name!r} must be a non-negative number, got {margin!r}")
         unknown = [r for r in self.recipe_list if r not in RECIPES]
         if unknown:
             raise ValueError(f"`recipes` has unknown sampler(s) {unknown}; available: {', '.join(RECIPES)}")
@@ -98,6 +117,7 @@ class Reranker:
         self.scorer = scorer
         self.config = config or RerankConfig()
         self.generate_config = generate_config or GenerateConfig()
+        self.floor_scorers = floor_scorers(scorer, self.config.floors)
 
     def recipe_config(self, recipe: str, index: int) -> Any:
         """The GenerateConfig of one sampler (seeded by its index in the recipe list)."""
@@ -153,13 +173,19 @@ class Reranker:
             records.append(record)
         return records
 
+    def plain_candidate(self, example: Example, index: int) -> dict[str, Any]:
+        """The plain beam-search summary (base config) as candidate ``index``, recipe ``"beam"``."""
+        from evenhand.decoding.generate import generate
+
+        text = generate(self.model, self.tokenizer, [example], self.generate_config, progress=False)[0]
+        return {"text": text, "recipe": "beam", "index": index}
+
     def rerank_one(self, example: Example) -> dict[str, Any]:
         """The record of one example (see ``rerank``)."""
         candidates = self.candidates([example])[0]
-        details = self.scorer.score_details([example] * len(candidates), [c["text"] for c in candidates])
-        for cand, detail in zip(candidates, details):
-            cand.update(detail)
-        best = select_best([c["score"] for c in candidates])
+        if self.config.floors:
+            candidates.append(self.plain_candidate(example, len(candidates)))
+        best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers)
         return {
             "id": example.id,
             "summary": candidates[best]["text"],
@@ -170,8 +196,48 @@ class Reranker:
         }
 
 
-def select_best(scores: Sequence[float]) -> int:
-    """Index of the highest score (the first one on ties)."""
+def select_best(scores: Sequence[float], eligible: Sequence[bool] | None = None) -> int:
+    """Index of the highest score among the eligible candidates (the first one on ties)."""
     if not scores:
         raise ValueError("no candidates to select from")
-    return max(range(len(scores)), key=lambda i: (scores[i], -i))
+    allowed = [i for i in range(len(scores)) if eligible is None or eligible[i]]
+    if not allowed:
+        raise ValueError("no eligible candidate to select from")
+    return max(allowed, key=lambda i: (scores[i], -i))
+
+
+def floor_scorers(scorer: Scorer, floors: dict[str, float]) -> dict[str, Scorer]:
+    """The scorers behind ``floors``: the selection scorer's own component where it has one."""
+    from evenhand.rerank.registry import get_scorer
+
+    components = getattr(scorer, "components", {})
+    return {name: components.get(name) or get_scorer(name, progress=False) for name in floors}
+
+
+def score_and_select(
+    example: Example, candidates: list[dict[str, Any]], scorer: Scorer,
+    floors: dict[str, float] | None = None, scorers: dict[str, Scorer] | None = None,
+) -> int:
+    """Score ``candidates`` (in place: score details, floor scores, ``eligible``); the winner's index.
+
+    With ``floors``, the candidate whose recipe is ``"beam"`` is the reference:
+    a candidate below it by more than a floor's margin is not eligible.
+    """
+    texts = [c["text"] for c in candidates]
+    for cand, detail in zip(candidates, scorer.score_details([example] * len(texts), texts)):
+        cand.update(detail)
+    eligible = [True] * len(candidates)
+    if floors:
+        plain = next((i for i, c in enumerate(candidates) if c["recipe"] == "beam"), None)
+        if plain is None:
+            raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
+        scorers = scorers if scorers is not None else floor_scorers(scorer, floors)
+        for name, margin in floors.items():
+            values = scorers[name].score([example] * len(texts), texts)
+            for i, cand in enumerate(candidates):
+                cand.setdefault("floors", {})[name] = values[i]
+                if i != plain and values[i] < values[plain] - margin:
+                    eligible[i] = False
+        for cand, ok in zip(candidates, eligible):
+            cand["eligible"] = ok
+    return select_best([c["score"] for c in candidates], eligible)

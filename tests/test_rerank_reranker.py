@@ -79,3 +79,56 @@ def test_reranker_resumes_without_regenerating(tiny, tmp_path):
     records = second.rerank(_examples(), out=out, progress=False)
     assert calls == ["b"] and [r["id"] for r in records] == ["a", "b"]
     assert len(out.read_text().splitlines()) == 2
+
+
+class WordCount(Scorer):
+    """Score = number of words (a stand-in floor scorer)."""
+
+    def _score_batch(self, sources, outputs):
+        return [{"score": float(len(o.split()))} for o in outputs]
+
+
+def test_select_best_skips_ineligible_candidates():
+    assert select_best([0.1, 0.7, 0.3], eligible=[True, False, True]) == 2
+    with pytest.raises(ValueError, match="no eligible"):
+        select_best([0.1], eligible=[False])
+
+
+def test_floor_excludes_candidates_below_plain_by_more_than_the_margin():
+    from evenhand.rerank.reranker import score_and_select
+
+    example = _examples()[0]
+    candidates = [
+        {"text": "x" * 40, "recipe": "nucleus", "index": 0},  # most characters, 1 word: below the floor
+        {"text": "a b c d e f", "recipe": "top-k", "index": 1},  # 11 characters, 6 words
+        {"text": "ab cd ef gh", "recipe": "beam", "index": 2},  # plain: 11 characters, 4 words
+    ]
+    best = score_and_select(example, candidates, CharCount(), {"words": 2.0}, {"words": WordCount()})
+    assert best == 1  # the 40-character one has 1 word < 4 - 2; ties at 11 go to the first
+    assert [c["eligible"] for c in candidates] == [False, True, True]
+    assert [c["floors"]["words"] for c in candidates] == [1.0, 6.0, 4.0]
+    # a margin of 3 lets it win; no floors: plain argmax
+    for cand in candidates:
+        cand.pop("floors")
+    assert score_and_select(example, candidates, CharCount(), {"words": 3.0}, {"words": WordCount()}) == 0
+    assert score_and_select(example, [dict(c) for c in candidates], CharCount()) == 0
+    with pytest.raises(ValueError, match="recipe 'beam'"):
+        score_and_select(example, candidates[:2], CharCount(), {"words": 1.0}, {"words": WordCount()})
+
+
+def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, monkeypatch):
+    import evenhand.rerank.reranker as reranker_module
+
+    model, tok = tiny
+    monkeypatch.setattr(reranker_module, "floor_scorers", lambda scorer, floors: {"words": WordCount()})
+    gen = GenerateConfig(max_new_tokens=6, batch_size=2)
+    reranker = Reranker(model, tok, CharCount(), RerankConfig(candidates=3, seed=1, floors={"words": 0.0}), gen)
+    record = reranker.rerank_one(_examples()[0])
+    recipes = [c["recipe"] for c in record["candidates"]]
+    assert recipes == ["nucleus", "top-k", "hybrid", "beam"]
+    plain = record["candidates"][3]
+    assert plain["eligible"] and plain["floors"]["words"] == len(plain["text"].split())
+    chosen = record["candidates"][record["best_index"]]
+    assert chosen["eligible"] and chosen["floors"]["words"] >= plain["floors"]["words"]
+    with pytest.raises(ValueError, match="margin of 'words' must be a non-negative"):
+        RerankConfig(floors={"words": -1.0})
