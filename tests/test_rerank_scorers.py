@@ -57,7 +57,12 @@ def test_builtin_scorers_are_registered():
 def test_unknown_scorer_lists_the_available_ones():
     with pytest.raises(UnknownScorerError) as info:
         get_scorer("nope")
-    assert str(info.value) == "Unknown scorer 'nope'. Available: " + ", ".join(available())
+    shown = [f"{n}:PATH" if n == "calibrated" else n for n in available()]
+    assert str(info.value) == "Unknown scorer 'nope'. Available: " + ", ".join(shown)
+    with pytest.raises(UnknownScorerError, match="'rouge' takes no argument"):
+        get_scorer("rouge:x")
+    with pytest.raises(UnknownScorerError, match="write calibrated:PATH"):
+        get_scorer("calibrated")
 
 
 def test_register_rejects_duplicates_and_unknown_options():

@@ -3,7 +3,8 @@
 ``rouge`` scores the summary against the joined source documents with the
 configured ROUGE type and measure; ``rouge-l-recall`` (the paper's coverage
 proxy: how much of the source's longest common subsequence the summary holds),
-``rouge-l-precision`` and ``rouge-l-f`` are presets of it.
+``rouge-l-precision``, ``rouge-l-f`` and the ROUGE-1/2 recall and precision
+presets in ``PRESETS`` are presets of it (features for ``evenhand calibrate``).
 """
 
 from __future__ import annotations
@@ -55,31 +56,29 @@ class RougeScorer(Scorer):
         return results
 
 
-def _preset(default: str) -> type[RougeConfig]:
+def _preset(type_default: str, measure_default: str) -> type[RougeConfig]:
     @dataclass
     class Preset(RougeConfig):
-        measure: str = field(default=default, metadata={"help": "recall, precision or fmeasure."})
+        rouge_type: str = field(default=type_default, metadata={"help": "rouge1, rouge2, rougeL, rougeLsum."})
+        measure: str = field(default=measure_default, metadata={"help": "recall, precision or fmeasure."})
 
-    Preset.__name__ = Preset.__qualname__ = f"RougeL{default.capitalize()}Config"
+    Preset.__name__ = Preset.__qualname__ = f"{type_default.capitalize()}{measure_default.capitalize()}Config"
     return Preset
 
 
-@register("rouge-l-recall")
-class RougeLRecall(RougeScorer):
-    """ROUGE-L recall against the source (the paper's best ROUGE coverage proxy)."""
+#: Registered presets: name -> (rouge_type, measure).
+PRESETS = {
+    "rouge-l-recall": ("rougeL", "recall"),  # the paper's best ROUGE coverage proxy
+    "rouge-l-precision": ("rougeL", "precision"),  # a cheap faithfulness proxy
+    "rouge-l-f": ("rougeL", "fmeasure"),
+    "rouge-1-recall": ("rouge1", "recall"),
+    "rouge-1-precision": ("rouge1", "precision"),
+    "rouge-2-recall": ("rouge2", "recall"),
+    "rouge-2-precision": ("rouge2", "precision"),
+}
 
-    Config = _preset("recall")
-
-
-@register("rouge-l-precision")
-class RougeLPrecision(RougeScorer):
-    """ROUGE-L precision against the source (a cheap faithfulness proxy)."""
-
-    Config = _preset("precision")
-
-
-@register("rouge-l-f")
-class RougeLF(RougeScorer):
-    """ROUGE-L F-measure against the source."""
-
-    Config = _preset("fmeasure")
+for _name, (_type, _measure) in PRESETS.items():
+    register(_name)(type(
+        f"Rouge{_type[5:].upper()}{_measure.capitalize()}", (RougeScorer,),
+        {"Config": _preset(_type, _measure), "__doc__": f"{_type} {_measure} of the summary against its source."},
+    ))
