@@ -1,3 +1,10 @@
 """Built-in scorers; importing this package registers them (heavy imports stay inside)."""
 
-from evenhand.rerank.scorers import alignscore, composite, equal_coverage, llm_judge, lm_likelihood, rouge  # noqa: F401
+from evenhand.rerank.scorers import (  # noqa: F401
+    alignscore,
+    composite,
+    equal_coverage,
+    llm_judge,
+    lm_likelihood,
+    rouge,
+)
