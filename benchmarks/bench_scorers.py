@@ -1,4 +1,4 @@
-"""Scorer throughput at batch 16 versus batch 1, in the same process (goal: >= 3x).
+"""Scorer throughput at batch 16 versus batch 1, in the same process (goal: >= 3x); LM-scorer cost of 12 candidates.
 
 Judge (``llm-coverage`` on the embedded SmolLM2) and consistency (``alignscore``
 on the embedded MiniLM fallback) each score the same 16 summaries of one
@@ -9,8 +9,16 @@ by every summary of the batch) and padding the summaries into one forward; it
 helps AlignScore by embedding each context chunk once per batch and running
 all (chunk, sentence) pairs as one padded batch.
 
-    python benchmarks/bench_scorers.py            # embedded models (~2 min on 2 cores)
-    python benchmarks/bench_scorers.py --tiny     # tiny random judge, seconds
+LM scorers (``lm-likelihood``, ``lm-pmi``) on the embedded SmolLM2: the time to
+score 12 candidates of one ~500-word source (~60 words each, one batch) against
+the baseline "1 candidate of the same source, same process" (goal: <= 2x). The
+source prompt runs once per batch and its KV cache serves all 12 candidates, so
+the extra cost is the candidates' own tokens; ``lm-pmi`` adds the candidates
+scored without the source (one short no-source prefix per batch).
+
+    python benchmarks/bench_scorers.py            # embedded models (~3 min on 2 cores)
+    python benchmarks/bench_scorers.py --tiny     # tiny random judge and LM, seconds
+    python benchmarks/bench_scorers.py --lm-only  # only the LM-scorer measurement
 """
 
 from __future__ import annotations
@@ -49,6 +57,89 @@ SUMMARIES = [
 ]
 
 
+LONG_SOURCE = SOURCE + " " + (
+    "At the next meeting the school board presented its own plan for the new money. The board "
+    "wants to hire twelve teachers for the elementary schools, where classes have grown to more "
+    "than thirty children, and to restore the music program that was cut three years ago. Parents "
+    "who spoke at the meeting mostly supported the plan, although some asked why the high school "
+    "was left out. The superintendent said the high school would be next if the audit finds "
+    "savings. Meanwhile the library director announced that branches will open on Sundays from "
+    "the first of March, a change that students and working parents had requested for years. "
+    "The bridge repairs are expected to take eighteen months. During that time traffic will be "
+    "diverted through the old industrial district, and shop owners there hope for more customers, "
+    "while residents fear noise and heavy trucks on narrow streets. The city engineer promised "
+    "night work only in emergencies and a weekly update on the project website. Several council "
+    "members who voted against the increase said they will propose a cap on future tax rises at "
+    "the rate of inflation. The mayor replied that a cap would tie the hands of future councils "
+    "when the next emergency comes. A local business association plans to survey its members "
+    "about the effect of the tax on rents and will publish the results in the autumn. The "
+    "retirees' group asked the council to extend the existing tax relief program to all "
+    "homeowners over seventy, and the finance committee agreed to study the cost. Observers "
+    "noted that the vote may shape the mayoral election next year, in which both leading "
+    "candidates have promised lower taxes and better services at the same time. Outside city hall, "
+    "reactions were mixed. A teacher who has worked in the district for twenty years said the new "
+    "positions would finally let her give every child attention, while a young couple who bought "
+    "their first house last year said they had not planned for a higher bill. The council will "
+    "publish a plain-language guide to the increase next month and hold two more public meetings "
+    "in the spring, one of them in the evening so that working residents can attend."
+)
+CANDIDATE_SENTENCES = [
+    "The council raised the property tax by two percent to pay for teachers, libraries and the bridge.",
+    "Opponents said homeowners already pay too much and that waste should have been cut first.",
+    "Retirees feared they would have to sell their homes and asked for wider tax relief.",
+    "The school board wants twelve new teachers and the return of the music program.",
+    "Libraries will open on Sundays from March, as students and parents had asked.",
+    "Bridge repairs will take eighteen months and send traffic through the industrial district.",
+    "Shop owners there hope for customers while residents fear noise and trucks.",
+    "Some council members will propose capping future tax rises at the rate of inflation.",
+    "The mayor said such a cap would tie the hands of future councils in an emergency.",
+    "Business owners were divided, and landlords warned that rents would rise.",
+    "An audit of spending was promised within a year, and the rate may be revisited.",
+    "The vote may shape next year's mayoral election, where both candidates promise lower taxes.",
+]
+#: 12 candidates of ~60 words: 4 consecutive sentences of the pool, starting at each sentence.
+CANDIDATES = [
+    " ".join(CANDIDATE_SENTENCES[(i + j) % len(CANDIDATE_SENTENCES)] for j in range(4))
+    for i in range(len(CANDIDATE_SENTENCES))
+]
+
+
+def best_seconds(scorer, sources: list, outputs: list[str], repeats: int = 3) -> float:
+    """Fastest of ``repeats`` runs scoring ``outputs`` in one batch (cache cleared each time)."""
+    scorer.config.batch_size = max(16, len(outputs))
+    times = []
+    for _ in range(repeats):
+        scorer.cache_clear()
+        start = time.perf_counter()
+        scorer.score(sources, outputs)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def lm_candidates_vs_one(tiny: bool) -> None:
+    """12 candidates of one source vs 1 candidate of the same source, same process."""
+    from evenhand.rerank.registry import get_scorer
+
+    print(f"source {len(LONG_SOURCE.split())} words, candidates "
+          f"{min(len(c.split()) for c in CANDIDATES)}-{max(len(c.split()) for c in CANDIDATES)} words")
+    print(f"{'scorer':<14} {'1 candidate (s)':>16} {'12 candidates (s)':>18} {'ratio':>7}  (goal <= 2x)")
+    shared = None
+    for name in ("lm-likelihood", "lm-pmi"):
+        scorer = get_scorer(name, progress=False, device="cpu")
+        if tiny:
+            from evenhand.decoding.models import tiny_model
+
+            shared = shared or tiny_model("causal", seed=0)
+            scorer.use_model(*shared, "tiny-llama")
+        elif shared is not None:
+            scorer.use_model(*shared, scorer.config.model)
+        scorer.score([LONG_SOURCE], [CANDIDATES[0]])  # warm-up: load the model
+        shared = (scorer._model, scorer._tokenizer)
+        one = best_seconds(scorer, [LONG_SOURCE], CANDIDATES[:1])
+        twelve = best_seconds(scorer, [LONG_SOURCE] * len(CANDIDATES), CANDIDATES)
+        print(f"{name:<14} {one:>16.2f} {twelve:>18.2f} {twelve / one:>6.2f}x")
+
+
 def throughput(scorer, batch_size: int) -> float:
     """Summaries per second at ``batch_size`` (cache cleared, same inputs)."""
     scorer.config.batch_size = batch_size
@@ -60,13 +151,18 @@ def throughput(scorer, batch_size: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Scorer throughput, batch 16 vs batch 1.")
-    parser.add_argument("--tiny", action="store_true", help="Use a tiny random judge (fast check).")
+    parser.add_argument("--tiny", action="store_true", help="Use a tiny random judge and LM (fast check).")
+    parser.add_argument("--lm-only", action="store_true", help="Only the LM-scorer measurement.")
     args = parser.parse_args()
 
     import torch
     from evenhand.rerank.registry import get_scorer
 
+    torch.set_num_threads(1)
     torch.manual_seed(0)
+    if args.lm_only:
+        lm_candidates_vs_one(args.tiny)
+        return 0
     judge = get_scorer("llm-coverage", progress=False, device="cpu")
     if args.tiny:
         from evenhand.decoding.models import tiny_model
@@ -80,6 +176,8 @@ def main() -> int:
         one = throughput(scorer, 1)
         sixteen = throughput(scorer, 16)
         print(f"{name:<14} {one:>16.2f} {sixteen:>17.2f} {sixteen / one:>6.1f}x")
+    print()
+    lm_candidates_vs_one(args.tiny)
     return 0
 
 

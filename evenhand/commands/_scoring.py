@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-#: Scorers whose config has a judge ``model`` / an alignment ``model``.
+#: Scorers whose config has a judge ``model`` / an alignment ``model`` / a scoring LM ``model``.
 JUDGES = ("llm-coverage", "llm-faithfulness")
 ALIGNERS = ("alignscore", "equal-coverage")
+LMS = ("lm-likelihood", "lm-pmi", "fluency")
 
 
 def add_scorer_options(parser: argparse.ArgumentParser) -> None:
-    """--judge-model, --align-model, --align-base, --scorer-batch-size, --score-cache."""
+    """--judge-model, --align-model, --align-base, --lm-model, --scorer-batch-size, --score-cache."""
     parser.add_argument(
         "--judge-model", default=None,
         help="Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct).",
@@ -23,6 +24,10 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--align-base", default=None,
         help="Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base).",
+    )
+    parser.add_argument(
+        "--lm-model", default=None,
+        help="Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct).",
     )
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
     parser.add_argument(
@@ -52,11 +57,13 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
             opts["model"] = args.judge_model
         if name in ALIGNERS and args.align_model:
             opts["model"] = args.align_model
+        if name in LMS and args.lm_model:
+            opts["model"] = args.lm_model
         if name in ALIGNERS and args.align_base:
             opts["base_model"] = args.align_base
         if args.scorer_batch_size is not None:
             opts["batch_size"] = args.scorer_batch_size
-        if getattr(args, "device", None) and name in (*JUDGES, *ALIGNERS):
+        if getattr(args, "device", None) and name in (*JUDGES, *ALIGNERS, *LMS):
             opts["device"] = args.device
         options[name] = opts
     return options

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             result = meta_evaluate(scores, data.truth[t], data.source_index, args.n_bootstrap, args.seed)
             for stat, value in result.items():
                 row[f"{t}_{stat}"] = [value.value, value.low, value.high]
-        backend = details[0].get("backend") or details[0].get("judge")
+        backend = details[0].get("backend") or details[0].get("judge") or details[0].get("model")
         if backend:
             row["backend"] = backend
         row["scores"] = scores

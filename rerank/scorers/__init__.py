@@ -6,5 +6,6 @@ from evenhand.rerank.scorers import (  # noqa: F401
     composite,
     equal_coverage,
     llm_judge,
+    lm_likelihood,
     rouge,
 )

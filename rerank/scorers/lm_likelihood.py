@@ -1,0 +1,423 @@
+"""``lm-likelihood``, ``lm-pmi`` and ``fluency``: a language model's token log-probabilities of a summary.
+
+For a summary with tokens y_1..y_n and a source x:
+
+    lm-likelihood = (1/n) * sum_t log p(y_t | prompt(x), y_<t)        (BARTScore, source -> summary)
+    fluency       = (1/n) * sum_t log p(y_t | prompt(), y_<t)         (no source)
+    lm-pmi        = lm-likelihood - fluency                            (pointwise mutual information)
+
+``lm-likelihood`` is BARTScore's faithfulness direction (Yuan et al. 2021);
+``lm-pmi`` is the PMI score of van der Poel et al. (2022): how much the source,
+rather than the language model's prior, explains the summary. Natural log, mean
+per token, higher is better.
+
+Prompts. A causal LM whose tokenizer has a chat template reads (``chat_prompt``)
+
+    system:    config.system  (default: the generator's DEFAULT_SYSTEM, "You are a
+               summarizer. You reply with a short, neutral summary in the third
+               person and nothing else."; None = the template's own default)
+    user:      the source documents as plain paragraphs (whitespace-normalized,
+               separated by a blank line) + "\\n\\n" + config.instruction
+               (default "Summarize the text above in a few sentences.")
+    assistant: the summary
+
+and without the source the user turn is config.no_source_instruction alone
+(default "Write a short summary."). A causal LM without a chat template reads
+the same user text followed by "\\n\\n", then the summary. A seq2seq LM is
+BARTScore exactly: the encoder reads the source documents (no instruction), the
+decoder scores the summary; without the source the encoder input is empty (the
+tokenizer's special tokens only, or the eos token when it adds none).
+
+Scored tokens. Only the summary's own tokens count (its text stripped of
+surrounding whitespace, tokenized on its own after the prompt): the end-of-turn
+token after it (``<|im_end|>``, a seq2seq eos) is not scored, so the score does
+not reward stopping early. An empty summary has no tokens of its own and is
+scored by the end token alone (the log-probability of replying nothing at once;
+``empty: true``, ``n_tokens: 1``). BARTScore's code also scores the target's
+``</s>``; that is the one difference from it.
+
+Long sources (AlignScore's chunking, Zha et al. 2023). When the source
+documents take more than ``max_source_tokens`` tokens, they are split with
+``text.alignscore_chunks`` into chunks of about ``chunk_words`` words (350, as
+AlignScore) at sentence boundaries (a chunk still longer than
+``max_source_tokens`` is cut at its end). The summary is scored as a whole
+after each chunk's prompt; its tokens are then grouped into its sentences
+(``text.split_sentences``), each sentence takes its log-probs from the chunk
+under which its mean log-prob is highest (AlignScore's max over chunks per
+claim sentence), and the score is the token-weighted mean over sentences:
+
+    lm-likelihood = sum_s max-chunk-sum_s / n,   chunk(s) = argmax_c mean_{t in s} log p_c(y_t)
+
+With one chunk this is the plain mean above. ``fluency`` never reads the source;
+``lm-pmi`` subtracts the same ``fluency`` computation from the same
+``lm-likelihood`` computation.
+
+Cost. Within a batch the summaries are grouped by source: each chunk's prompt
+prefix runs through the model once, and its KV cache (a seq2seq encoder output)
+is shared by all summaries of that source, padded on the right after it
+(``continuation_logprobs``); the no-source prefix runs once per batch.
+Batched and one-at-a-time scores agree (to float rounding).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evenhand.decoding.prompting import DEFAULT_SYSTEM
+from evenhand.evaluation.schema import Example
+from evenhand.rerank.registry import register
+from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.text import alignscore_chunks, split_sentences
+
+DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
+DEFAULT_NO_SOURCE_INSTRUCTION = "Write a short summary."
+
+_WORD = re.compile(r"\S+")
+
+
+def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
+    """Per-token log p of each suffix given the shared prefix, the prefix run once.
+
+    Causal LM: the prefix runs once with ``use_cache``; its last logits score
+    each suffix's first token, and its KV cache, repeated per suffix, is reused
+    by one forward of the suffixes, right-padded, with an attention mask and
+    position ids continuing the prefix. Seq2seq LM: the prefix is the encoder
+    input, encoded once; the decoder reads ``decoder_start + suffix[:-1]``.
+    Every row equals an unpadded forward of its own prefix + suffix.
+
+    Args:
+        model: a transformers causal or seq2seq LM.
+        prefix_ids: token ids of the prompt prefix (the encoder input of a seq2seq LM).
+        suffix_ids_list: the continuations' token ids, each non-empty.
+
+    Returns:
+        One float32 CPU tensor per suffix with its tokens' natural-log probabilities.
+    """
+    import torch
+
+    if not suffix_ids_list:
+        return []
+    if len(prefix_ids) == 0:
+        raise ValueError("`prefix_ids` is empty; give at least one prompt token (e.g. bos)")
+    if any(len(s) == 0 for s in suffix_ids_list):
+        raise ValueError("every suffix in `suffix_ids_list` needs at least one token")
+    device = next(model.parameters()).device
+    k, width, plen = len(suffix_ids_list), max(map(len, suffix_ids_list)), len(prefix_ids)
+    ids = torch.zeros((k, width), dtype=torch.long)
+    mask = torch.zeros((k, width), dtype=torch.long)
+    for row, suffix in enumerate(suffix_ids_list):
+        ids[row, : len(suffix)] = torch.tensor(list(suffix))
+        mask[row, : len(suffix)] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    prefix = torch.tensor([list(prefix_ids)], device=device)
+    with torch.no_grad():
+        if model.config.is_encoder_decoder:
+            from transformers.modeling_outputs import BaseModelOutput
+
+            enc_mask = torch.ones((1, plen), dtype=torch.long, device=device)
+            hidden = model.get_encoder()(input_ids=prefix, attention_mask=enc_mask).last_hidden_state
+            start = torch.full((k, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
+            logits = model(
+                encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
+                attention_mask=enc_mask.expand(k, -1),
+                decoder_input_ids=torch.cat([start, ids[:, :-1]], 1),
+                decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
+            ).logits
+        else:
+            out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
+            logits = out.logits[:, -1:, :].expand(k, 1, -1)
+            if width > 1:
+                cache = out.past_key_values
+                if k > 1:
+                    cache.batch_repeat_interleave(k)
+                body_mask = mask[:, :-1]
+                full_mask = torch.cat([torch.ones((k, plen), dtype=torch.long, device=device), body_mask], 1)
+                positions = plen + torch.arange(width - 1, device=device).expand(k, -1)
+                rest = model(
+                    input_ids=ids[:, :-1], attention_mask=full_mask, position_ids=positions,
+                    past_key_values=cache, use_cache=False,
+                ).logits
+                logits = torch.cat([logits, rest], 1)
+        logits = logits.float()
+        picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
+    picked = picked.cpu()
+    return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
+
+
+def sentence_of_tokens(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """For each token (by its character span in ``text``) the index of its sentence.
+
+    Sentences are ``split_sentences(text)``; a token belongs to the sentence holding
+    its last character, so whitespace between sentences goes with the next one.
+
+    >>> sentence_of_tokens("A b. C d.", [(0, 1), (1, 3), (3, 4), (4, 6), (6, 8), (8, 9)])
+    [0, 0, 0, 1, 1, 1]
+    """
+    words = [m.end() for m in _WORD.finditer(text)]
+    ends, count = [], 0
+    for sentence in split_sentences(text):
+        count += len(sentence.split())
+        ends.append(words[count - 1])
+    if not ends:
+        return [0] * len(offsets)
+    return [min(bisect.bisect_right(ends, max(end - 1, start)), len(ends) - 1) for start, end in offsets]
+
+
+@dataclass
+class TokenMean:
+    """A summary's summed token log-probs, how many tokens, and how many source chunks gave them."""
+
+    total: float
+    n_tokens: int
+    chunks: int = 0
+
+    @property
+    def mean(self) -> float:
+        """Mean log-prob per token."""
+        return self.total / self.n_tokens
+
+
+@dataclass
+class LmConfig(ScorerConfig):
+    """Settings of the LM-likelihood scorers (wording: see the module docstring)."""
+
+    model: str = field(
+        default="smollm2-135m-instruct",
+        metadata={"help": "Causal or seq2seq LM: embedded alias, local folder or cached HF id."},
+    )
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+    batch_size: int = field(
+        default=16,
+        metadata={"help": "Summaries per batch; those of one source share its prompt's KV cache."},
+    )
+    instruction: str = field(
+        default=DEFAULT_INSTRUCTION,
+        metadata={"help": "Instruction after the source documents in the user turn."},
+    )
+    no_source_instruction: str = field(
+        default=DEFAULT_NO_SOURCE_INSTRUCTION,
+        metadata={"help": "The whole user turn when the summary is scored without its source."},
+    )
+    system: str | None = field(
+        default=DEFAULT_SYSTEM,
+        metadata={"help": "System message of chat models (None: the chat template's default)."},
+    )
+    max_source_tokens: int = field(
+        default=2048,
+        metadata={"help": "Longer sources are split into chunks (AlignScore's max over chunks)."},
+    )
+    chunk_words: int = field(
+        default=350, metadata={"help": "Words per source chunk when chunking (AlignScore: 350)."}
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(f"`model` must be a model alias, folder or HF id, got {self.model!r}")
+        if self.device is not None and (not isinstance(self.device, str) or not self.device.strip()):
+            raise ValueError(f"`device` must be None (auto) or a device name like 'cpu', got {self.device!r}")
+        for name in ("instruction", "no_source_instruction"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"`{name}` must be a non-empty string, got {value!r}")
+        if self.system is not None and not isinstance(self.system, str):
+            raise ValueError(f"`system` must be a string or None, got {self.system!r}")
+        if not isinstance(self.max_source_tokens, int) or self.max_source_tokens < 16:
+            raise ValueError(
+                f"`max_source_tokens` must be an int >= 16, got {self.max_source_tokens!r}"
+            )
+        if not isinstance(self.chunk_words, int) or self.chunk_words < 1:
+            raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
+
+
+class LmScorer(Scorer):
+    """Shared machinery of the LM scorers: prompts, chunking, KV-reusing log-probs.
+
+    Subclasses combine ``conditional`` (with the source) and ``unconditional``
+    (without it) in ``_score_batch``.
+    """
+
+    Config = LmConfig
+    detail_fields = ("n_tokens", "model", "empty")
+
+    def __init__(self, config: LmConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._model_name = self.config.model
+
+    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmScorer:
+        """Score with an already loaded model (``name`` keys the cache); returns self."""
+        self._model, self._tokenizer, self._model_name = model, tokenizer, name
+        return self
+
+    @property
+    def model_id(self) -> str:
+        return self._model_name
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from evenhand.decoding.models import load_generator
+
+            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
+        return self._model, self._tokenizer
+
+    @property
+    def _seq2seq(self) -> bool:
+        return bool(self._load()[0].config.is_encoder_decoder)
+
+    @property
+    def _chat(self) -> bool:
+        return not self._seq2seq and getattr(self._load()[1], "chat_template", None) is not None
+
+    def _ids(self, text: str, special: bool = False) -> list[int]:
+        return self._load()[1](text, add_special_tokens=special)["input_ids"]
+
+    # -- prompts -------------------------------------------------------------------
+    def prefix_ids(self, source: str | None) -> list[int]:
+        """Token ids of the prompt before the summary, for a source text (None: without source)."""
+        from evenhand.decoding.prompting import chat_prompt
+
+        _, tok = self._load()
+        if self._seq2seq:
+            ids = self._ids(source or "", special=True)
+            return ids or [tok.eos_token_id]
+        if source is None:
+            user = self.config.no_source_instruction
+        else:
+            user = f"{source}\n\n{self.config.instruction}"
+        if self._chat:
+            return self._ids(chat_prompt(tok, user, system=self.config.system))
+        return self._ids(user + "\n\n", special=True)
+
+    def end_id(self) -> int:
+        """The token that ends the reply (``<|im_end|>`` in a chat template, else eos)."""
+        _, tok = self._load()
+        if self._chat:
+            marker = "\x00SUMMARY\x00"
+            text = tok.apply_chat_template(
+                [{"role": "user", "content": "x"}, {"role": "assistant", "content": marker}],
+                tokenize=False,
+            )
+            after = self._ids(text.split(marker)[1])
+            if after:
+                return after[0]
+        if tok.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos token to score an empty summary with")
+        return tok.eos_token_id
+
+    def summary_ids(self, summary: str) -> list[int]:
+        """The scored tokens: the stripped summary's own, or the end token for an empty one."""
+        return self._ids(summary.strip()) if summary.strip() else [self.end_id()]
+
+    def source_chunks(self, example: Example) -> list[str]:
+        """The source text the prompt holds: the whole documents, or AlignScore chunks when too long."""
+        from evenhand.decoding.prompting import format_documents
+
+        text = format_documents(example)
+        limit = self.config.max_source_tokens
+        if len(self._ids(text)) <= limit:
+            return [text]
+        chunks = []
+        for chunk in alignscore_chunks(text, self.config.chunk_words):
+            ids = self._ids(chunk)
+            chunks.append(chunk if len(ids) <= limit else self._load()[1].decode(ids[:limit]))
+        return chunks
+
+    # -- the two computations ------------------------------------------------------
+    def conditional(self, sources: list[Example], outputs: list[str]) -> list[TokenMean]:
+        """Summed log p(summary | source) per output, each source's prompt prefix run once.
+
+        Chunked sources take, per summary sentence, the chunk with the highest
+        mean log-prob (see the module docstring).
+        """
+        import torch
+        from evenhand.decoding.prompting import format_documents
+
+        groups: dict[str, list[int]] = {}
+        for i, ex in enumerate(sources):
+            groups.setdefault(format_documents(ex), []).append(i)
+        results: list[TokenMean] = [TokenMean(0.0, 0) for _ in outputs]
+        for members in groups.values():
+            chunks = self.source_chunks(sources[members[0]])
+            suffixes = [self.summary_ids(outputs[i]) for i in members]
+            per_chunk = [continuation_logprobs(self._load()[0], self.prefix_ids(c), suffixes) for c in chunks]
+            for j, i in enumerate(members):
+                rows = torch.stack([lps[j] for lps in per_chunk])  # (chunks, tokens)
+                if len(chunks) == 1:
+                    total = float(rows[0].sum())
+                else:
+                    total = float(self._best_chunk_sum(outputs[i], rows))
+                results[i] = TokenMean(total, rows.shape[1], len(chunks))
+        return results
+
+    def _best_chunk_sum(self, summary: str, rows: Any) -> Any:
+        """Sum over sentences of the sentence's log-probs under its best chunk (by mean)."""
+        import torch
+
+        text = summary.strip()
+        if not text:
+            return rows.sum(1).max()
+        _, tok = self._load()
+        if not getattr(tok, "is_fast", False):
+            raise ValueError(
+                "chunked scoring needs a fast tokenizer (character offsets); raise "
+                "`max_source_tokens` so the source fits, or use a model with a fast tokenizer"
+            )
+        offsets = tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        sentence = torch.tensor(sentence_of_tokens(text, offsets))
+        n = int(sentence.max()) + 1
+        sums = torch.zeros((rows.shape[0], n)).index_add_(1, sentence, rows)
+        counts = torch.zeros(n).index_add_(0, sentence, torch.ones(len(sentence)))
+        best = (sums / counts.clamp(min=1)).argmax(0)
+        return sums.gather(0, best.unsqueeze(0)).sum()
+
+    def unconditional(self, outputs: list[str]) -> list[TokenMean]:
+        """Summed log p(summary) without the source; the no-source prefix runs once per batch."""
+        suffixes = [self.summary_ids(out) for out in outputs]
+        lps = continuation_logprobs(self._load()[0], self.prefix_ids(None), suffixes)
+        return [TokenMean(float(lp.sum()), len(lp)) for lp in lps]
+
+    def _base_record(self, mean: TokenMean, output: str) -> dict[str, Any]:
+        return {"score": mean.mean, "n_tokens": mean.n_tokens, "model": self._model_name,
+                "empty": not output.strip()}
+
+
+@register("lm-likelihood")
+class LmLikelihood(LmScorer):
+    """Mean token log p(summary | source): BARTScore's faithfulness direction."""
+
+    detail_fields = ("n_tokens", "model", "empty", "chunks")
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        return [
+            {**self._base_record(c, out), "chunks": c.chunks}
+            for c, out in zip(self.conditional(sources, outputs), outputs)
+        ]
+
+
+@register("lm-pmi")
+class LmPmi(LmScorer):
+    """Mean token log p(summary | source) − mean token log p(summary): pointwise mutual information."""
+
+    detail_fields = ("n_tokens", "model", "empty", "chunks", "conditional", "unconditional")
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        results = []
+        for c, u, out in zip(self.conditional(sources, outputs), self.unconditional(outputs), outputs):
+            record = self._base_record(c, out)
+            record.update(score=c.mean - u.mean, conditional=c.mean, unconditional=u.mean, chunks=c.chunks)
+            results.append(record)
+        return results
+
+
+@register("fluency")
+class Fluency(LmScorer):
+    """Mean token log p(summary) without the source."""
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        return [self._base_record(u, out) for u, out in zip(self.unconditional(outputs), outputs)]
