@@ -4,12 +4,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import shared_file
 from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
 from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens
 from evenhand.evaluation.mint import mint, mint_batch, mint_tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.conftest import shared_file
 
 
 def assert_same(corpus_scores, pair_scores, tol=1e-12):
