@@ -30,7 +30,7 @@ once, about 1.5 s, so it pays off from a few thousand pairs); off by default.
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -105,7 +105,7 @@ class PairCorpus:
     def __init__(self, sources: Sequence[str], summaries: Sequence[str]) -> None:
         from evenhand.evaluation.text import spacy_lower_hashes
 
-        self._init(sources, summaries, lambda texts: spacy_lower_hashes(texts))
+        self._init(sources, summaries, spacy_lower_hashes)
 
     @classmethod
     def from_tokens(
@@ -124,7 +124,10 @@ class PairCorpus:
         corpus._init([tuple(s) for s in sources], [tuple(s) for s in summaries], encode)
         return corpus
 
-    def _init(self, sources: Sequence, summaries: Sequence, tokenize) -> None:  # noqa: ANN001
+    def _init(
+        self, sources: Sequence, summaries: Sequence, tokenize: Callable[[list], list[np.ndarray]]
+    ) -> None:
+        """Index the distinct texts (sources and summaries together), tokenize each once."""
         if len(sources) != len(summaries):
             raise ValueError(
                 f"`sources` and `summaries` must have the same length, got {len(sources)} and {len(summaries)}"
@@ -168,6 +171,8 @@ class PairCorpus:
     def match_counts(self, max_n: int = 5) -> np.ndarray:
         """Raw m_1..m_max_n per pair, shape (pairs, max_n): summary n-grams (every occurrence)
         found among their source's n-grams (:func:`evenhand.evaluation.mint.ngram_match_counts`)."""
+        if max_n < 1:
+            raise ValueError(f"`max_n` must be a positive int, got {max_n}")
         cached = self._cache.get("counts")
         if cached is not None and max_n <= cached.shape[1]:
             return cached[:, :max_n].copy()
