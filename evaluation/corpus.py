@@ -9,9 +9,11 @@ texts densely, and then
 * counts the summary n-grams found among their source's n-grams for every
   pair and order at once: n-grams are keyed order by order (the key of an
   n-gram combines the dense key of its (n-1)-gram prefix with its last token,
-  re-numbered densely over the whole corpus), a pair's queries are
-  ``(source text, key)`` numbers, and one sorted membership test per order
-  answers all pairs;
+  re-numbered densely), a pair's queries are ``(source text, key)`` numbers,
+  and one sorted membership test per order answers all pairs. Only n-grams
+  whose prefix was found go on to the next order (a summary n-gram can occur
+  in the source only if its (n-1)-gram prefix does), so the arrays shrink
+  order by order;
 * computes LCS lengths with the bit-parallel algorithm of
   :mod:`evenhand.evaluation.lcs`, building the match masks of each source once
   for all its summaries;
@@ -66,6 +68,14 @@ def _dense_codes(raw: np.ndarray) -> tuple[np.ndarray, int]:
     codes = np.empty_like(sorted_codes)
     codes[order] = sorted_codes
     return codes, int(sorted_codes[-1]) + 1
+
+
+def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``np.isin(values, sorted_set)`` for an already sorted ``sorted_set`` (one binary search)."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
 
 
 def _match_masks(x: np.ndarray, symbols: np.ndarray) -> dict[int, int]:
@@ -181,32 +191,38 @@ class PairCorpus:
         if pairs == 0 or len(self.ids) == 0:
             return counts
         rem = self._remaining
-        distinct_sources = np.flatnonzero(np.bincount(self.source_index, minlength=len(self.lengths)))
-        src_pos = _ranges(self.starts[distinct_sources], self.lengths[distinct_sources])
-        src_text = np.repeat(distinct_sources, self.lengths[distinct_sources])
+        ids = self.ids
+        # source entries: every position of every distinct source (text, position)
+        sources = np.flatnonzero(np.bincount(self.source_index, minlength=len(self.lengths)))
+        s_pos = _ranges(self.starts[sources], self.lengths[sources])
+        s_text = np.repeat(sources, self.lengths[sources])
+        # query entries: every position of every pair's summary (pair, position)
         q_lengths = self.lengths[self.summary_index]
         q_pos = _ranges(self.starts[self.summary_index], q_lengths)
         q_pair = np.repeat(np.arange(pairs), q_lengths)
         q_text = self.source_index[q_pair]
-        key = self.ids
-        size = self.vocab_size
+        if (len(s_pos) + len(q_pos)) * max(self.vocab_size, len(self.lengths)) >= 2**62:
+            raise ValueError("too many tokens for int64 n-gram keys; score the pairs in parts")
+        s_key, q_key, size = ids[s_pos], ids[q_pos], self.vocab_size
         for n in range(1, max_n + 1):
-            if n > 1:
-                valid = np.flatnonzero(rem >= n)
-                if len(valid) == 0:
-                    break
-                codes, size = _dense_codes(key[valid] * size + self.ids[valid + n - 1])
-                key = np.full(len(self.ids), -1, dtype=np.int64)
-                key[valid] = codes
-            s_ok = rem[src_pos] >= n
-            source_keys = np.sort(src_text[s_ok] * size + key[src_pos[s_ok]])
-            q_ok = rem[q_pos] >= n
-            queries = q_text[q_ok] * size + key[q_pos[q_ok]]
-            if len(source_keys) == 0 or len(queries) == 0:
-                continue
-            at = np.minimum(np.searchsorted(source_keys, queries), len(source_keys) - 1)
-            found = source_keys[at] == queries
-            counts[:, n - 1] = np.bincount(q_pair[q_ok][found], minlength=pairs)
+            # an n-gram is keyed (text it must be found in, its dense n-gram code)
+            source_keys = np.sort(s_text * size + s_key)
+            queries = q_text * size + q_key
+            found = _isin_sorted(queries, source_keys)
+            counts[:, n - 1] = np.bincount(q_pair[found], minlength=pairs)
+            if n == max_n:
+                break
+            # only a found n-gram can start a found (n+1)-gram, in the source it was found in
+            keep_s = (rem[s_pos] > n) & _isin_sorted(s_text * size + s_key, np.sort(queries[found]))
+            keep_q = found & (rem[q_pos] > n)
+            s_pos, s_text, s_key = s_pos[keep_s], s_text[keep_s], s_key[keep_s]
+            q_pos, q_pair, q_text, q_key = q_pos[keep_q], q_pair[keep_q], q_text[keep_q], q_key[keep_q]
+            if len(q_pos) == 0:
+                break
+            codes, size = _dense_codes(
+                np.concatenate([s_key * self.vocab_size + ids[s_pos + n], q_key * self.vocab_size + ids[q_pos + n]])
+            )
+            s_key, q_key = codes[: len(s_pos)], codes[len(s_pos) :]
         self._cache["counts"] = counts
         return counts.copy()
 
