@@ -249,11 +249,9 @@ class PairCorpus:
                 if t not in summaries:
                     summaries[t] = self.tokens(t).tolist()
                 v = full
-                for k in summaries[t]:
-                    mask = match.get(k)
-                    if mask is not None:
-                        u = v & mask
-                        v = ((v + u) | (v - u)) & full
+                for mask in [match[k] for k in summaries[t] if k in match]:  # absent: no change
+                    u = v & mask
+                    v = ((v + u) | (v - u)) & full
                 out[p] = m - v.bit_count()
         self._cache["lcs"] = out
         return out.copy()
