@@ -3,20 +3,25 @@
 This package imports nothing else of ours (see DEVELOPERS.md layout).
 """
 
-from evenhand.evaluation import coverage, factuality, fairsumm, fragments, ranking
+from evenhand.evaluation import corpus, coverage, factuality, fairsumm, fragments, ranking
+from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
 from evenhand.evaluation.fragments import FragmentScores, fragment_scores
 from evenhand.evaluation.mint import MintScore, mean_mint, mint, mint_tokens
 
 __all__ = [
     "FragmentScores",
     "MintScore",
+    "PairCorpus",
+    "corpus",
     "coverage",
     "factuality",
     "fairsumm",
     "fragment_scores",
+    "fragment_scores_corpus",
     "fragments",
     "mean_mint",
     "mint",
+    "mint_corpus",
     "mint_tokens",
     "ranking",
 ]

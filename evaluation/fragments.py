@@ -64,7 +64,11 @@ def greedy_fragments(
     article_tokens: Sequence[Hashable], summary_tokens: Sequence[Hashable]
 ) -> list[tuple[int, int]]:
     """Greedy extractive fragments as ``(summary_start, length)`` pairs, in summary order."""
-    article, summary = token_ids(article_tokens, summary_tokens)
+    return greedy_fragments_ids(*token_ids(article_tokens, summary_tokens))
+
+
+def greedy_fragments_ids(article: np.ndarray, summary: np.ndarray) -> list[tuple[int, int]]:
+    """:func:`greedy_fragments` on integer arrays (token ids over one vocabulary)."""
     if len(summary) == 0 or len(article) == 0:
         return []
     runs = _run_lengths(article, summary)

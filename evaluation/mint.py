@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from evenhand.evaluation.lcs import lcs_length_ids, token_ids
-from evenhand.evaluation.text import spacy_tokens, spacy_tokens_batch
+from evenhand.evaluation.text import spacy_tokens
 
 
 @dataclass(frozen=True)
@@ -108,15 +108,18 @@ def mint(source: str, summary: str) -> MintScore:
     return mint_tokens(spacy_tokens(source), spacy_tokens(summary))
 
 
-def mint_batch(sources: Sequence[str], summaries: Sequence[str]) -> list[MintScore]:
-    """:func:`mint` over aligned lists, tokenizing with ``nlp.pipe``."""
-    if len(sources) != len(summaries):
-        raise ValueError(
-            f"`sources` and `summaries` must have the same length, got {len(sources)} and {len(summaries)}"
-        )
-    src = spacy_tokens_batch(list(sources))
-    summ = spacy_tokens_batch(list(summaries))
-    return [mint_tokens(s, t) for s, t in zip(src, summ)]
+def mint_batch(
+    sources: Sequence[str], summaries: Sequence[str], n_jobs: int | None = None
+) -> list[MintScore]:
+    """:func:`mint` over aligned lists: the corpus path (:func:`evenhand.evaluation.corpus.mint_corpus`).
+
+    Each distinct text is tokenized once and the n-grams of all pairs are
+    matched at once; same values as :func:`mint` pair by pair. ``n_jobs``:
+    worker processes (off by default).
+    """
+    from evenhand.evaluation.corpus import mint_corpus
+
+    return mint_corpus(sources, summaries, n_jobs=n_jobs)
 
 
 def mean_mint(scores: Sequence[MintScore]) -> MintScore:

@@ -5,7 +5,9 @@ Two tokenizers, each matching the implementation a metric was published with:
 * :func:`spacy_tokens` — spaCy's rule-based English tokenizer
   (``spacy.blank("en")``, the tokenizer of ``en_core_web_sm`` without a
   model), lowercased, punctuation and whitespace tokens kept. Used by MINT
-  (Dreyer et al. 2023) and the extractive fragments.
+  (Dreyer et al. 2023) and the extractive fragments. :func:`spacy_lower_hashes`
+  gives the same tokens as spaCy's 64-bit string hashes, without building
+  Python strings (the many-pair path, ``evenhand.evaluation.corpus``).
 * :func:`word_tokens` — NLTK's Treebank-style ``NLTKWordTokenizer`` (what
   ``nltk.word_tokenize`` runs per sentence). ``word_tokenize`` first splits
   sentences with the Punkt model, whose data cannot be downloaded here; we
@@ -22,13 +24,27 @@ which mimics the tagger's preference for nouns on isolated words. The Porter
 stem applied afterwards hides most differences (both ``run`` and ``running``
 stem to ``run``); what remains are irregular forms the two tables treat
 differently.
+
+Importing spaCy without torch: spaCy imports thinc, and thinc imports torch
+when it is installed (about 3 s of a 4.5 s ``import spacy`` here), although
+the rule-based tokenizer never uses it. When neither torch nor thinc is
+imported yet, :func:`import_spacy` imports spaCy with ``import torch`` made to
+fail for the duration, so thinc records "no torch" and the import takes about
+1.5 s; torch itself stays importable afterwards. In that process thinc's torch
+layers are unavailable (spaCy pipelines that run on torch, such as
+``spacy-transformers`` models, would fail to load): set
+``EVENHAND_SPACY_TORCH=1`` to import spaCy as usual.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import string
+import sys
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 # NLTK's English stop-word list (nltk_data ``corpora/stopwords/english``, the
 # 179-word version shipped 2015-2023), written out because the data package
@@ -64,11 +80,44 @@ FAIRSUMM_FILTER_WORDS: frozenset[str] = (
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+#: Environment variable: "1" imports spaCy with thinc's torch support (see module doc).
+SPACY_TORCH_ENV = "EVENHAND_SPACY_TORCH"
+
+
+def import_spacy() -> Any:
+    """The ``spacy`` module, imported without torch where possible (see module doc)."""
+    if (
+        "spacy" in sys.modules
+        or "torch" in sys.modules
+        or "thinc" in sys.modules
+        or os.environ.get(SPACY_TORCH_ENV, "") == "1"
+    ):
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        import spacy
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 @lru_cache(maxsize=1)
 def _spacy_english():
-    import spacy
+    """Blank English pipeline whose vocabulary computes only the ``LOWER`` attribute.
 
-    return spacy.blank("en")
+    Tokens read nothing but their text and lowercase form, and spaCy's other
+    lexical attributes (shape, stop word, like_num, ...: 25 Python functions
+    run on every new word) cost more than tokenizing it. Tokenization itself
+    (special cases, prefixes, suffixes, infixes) does not depend on them.
+    """
+    nlp = import_spacy().blank("en")
+    from spacy.attrs import LOWER
+
+    nlp.vocab.lex_attr_getters = {LOWER: nlp.vocab.lex_attr_getters[LOWER]}
+    return nlp
 
 
 @lru_cache(maxsize=1)
@@ -97,6 +146,20 @@ def spacy_tokens_batch(texts: list[str], lowercase: bool = True) -> list[list[st
     """:func:`spacy_tokens` over many texts with ``nlp.pipe`` (faster than one by one)."""
     nlp = _spacy_english()
     return [[t.lower_ if lowercase else t.text for t in doc] for doc in nlp.pipe(texts)]
+
+
+def spacy_lower_hashes(texts: Iterable[str]) -> list[Any]:
+    """Per text, its :func:`spacy_tokens` as spaCy's 64-bit hashes (``uint64`` numpy arrays).
+
+    Two tokens are equal exactly when their hashes are (spaCy's string store
+    identifies strings by these hashes), so n-gram and LCS counts on the
+    hashes equal those on the strings. Tokenizes with ``make_doc`` (the blank
+    pipeline has no components) and reads the ``LOWER`` attribute in C.
+    """
+    nlp = _spacy_english()  # first: it imports spaCy (without torch where possible)
+    from spacy.attrs import LOWER
+
+    return [nlp.make_doc(text).to_array(LOWER) for text in texts]
 
 
 def word_tokens(text: str) -> list[str]:

@@ -190,3 +190,27 @@ def test_fairsumm_invariant_to_document_order(order):
     a = evaluate([Scored("e", base, summary)], ["fairsumm"]).rows[0]
     b = evaluate([Scored("e", shuffled, summary)], ["fairsumm"]).rows[0]
     assert a == pytest.approx(b)
+
+
+def test_mint_and_fragments_blocks_equal_one_by_one(monkeypatch):
+    """The corpus path (score_many, blocks of items) gives the rows `score` gives item by item."""
+    from evenhand.evaluation import report as report_module
+    from evenhand.evaluation.loaders import load_examples
+
+    examples = load_examples(shared_file("perspectivesumm/yelp_gold.json"))[:20]
+    items = select_summaries(examples, "references:all")
+    monkeypatch.setattr(report_module, "EVALUATE_BLOCK", 25)  # blocks cut through examples
+    rows = evaluate(items, "mint,fragments").rows
+    for item, row in zip(items, rows):
+        expected = {**METRICS["mint"].score(item.example, item.summary),
+                    **METRICS["fragments"].score(item.example, item.summary)}
+        assert list(row) == ["id", "example_id", *expected]
+        for key, value in expected.items():
+            assert abs(row[key] - value) <= 1e-12, (item.id, key)
+
+
+def test_empty_summary_names_the_example():
+    items = [Scored("a", example(), "Great shoes."), Scored("b", example("e2"), " \n ")]
+    for metric in ("mint", "fragments"):
+        with pytest.raises(DataError, match="example 'e2': the summary is empty"):
+            evaluate(items, metric)

@@ -329,3 +329,24 @@ def test_sweep_cli_lists_cells_and_rejects_unknown_keys(tmp_path, data_file, cap
     err = capsys.readouterr().err
     assert "bad.yaml: grid: unknown setting 'beams'" in err and "num_beams" in err
     assert main(["sweep", "--config", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_batch_metrics_equal_row_by_row() -> None:
+    """The batched metrics (corpus path) give each row what row_metrics gives it, errors per row."""
+    from evenhand.evaluation.schema import Document, Example
+
+    from evenhand.sweep.runner import batch_metrics, row_metrics
+
+    grouped = Example(
+        id="g", documents=[Document("Great shoes, great fit.", "pos"), Document("Bad laces.", "neg")],
+        attribute="sentiment",
+    )
+    plain = Example(id="p", documents=[Document("The cat sat on the mat.")])
+    examples = [grouped, plain, grouped, plain]
+    summaries = ["Great fit, bad laces.", "The cat sat.", "   ", "A dog sat on the mat."]
+    metrics = ["mint", "fragments", "fairsumm"]
+    batched = batch_metrics(examples, summaries, metrics)
+    assert batched == [row_metrics(ex, s, metrics) for ex, s in zip(examples, summaries)]
+    assert "fairsumm_uer" in batched[0][0] and "fairsumm_uer" not in batched[1][0]
+    assert "mint" not in batched[2][0] and "mint: example 'g': the summary is empty" in batched[2][1]
+    assert batched[3][1] is None and batched[3][0]["mint_lcsr"] == pytest.approx(5 / 7)

@@ -86,20 +86,42 @@ def row_metrics(example: Example, summary: str, metrics: Sequence[str]) -> tuple
 
     ``fairsumm`` is left out silently for examples without two labelled groups.
     """
+    return batch_metrics([example], [summary], metrics)[0]
+
+
+def batch_metrics(
+    examples: Sequence[Example], summaries: Sequence[str], metrics: Sequence[str]
+) -> list[tuple[dict[str, float], str | None]]:
+    """:func:`row_metrics` of every (example, summary), each metric scoring the batch at once.
+
+    ``mint`` and ``fragments`` then take the corpus path (a batch's source is
+    tokenized once for all its rows); when a metric cannot score some row of
+    the batch, it scores the rows one by one, so the errors stay per row.
+    """
     from evenhand.evaluation.report import Scored, evaluate
 
-    values: dict[str, float] = {}
-    errors = []
+    values: list[dict[str, float]] = [{} for _ in examples]
+    errors: list[list[str]] = [[] for _ in examples]
+
+    def keep(i: int, row: dict) -> None:
+        values[i].update({k: float(v) for k, v in row.items() if k not in ("id", "example_id")})
+
     for name in metrics:
-        if name == "fairsumm" and not has_groups(example):
+        todo = [i for i, ex in enumerate(examples) if name != "fairsumm" or has_groups(ex)]
+        if not todo:
             continue
         try:
-            row = evaluate([Scored(example.id, example, summary)], [name]).rows[0]
-        except DataError as err:
-            errors.append(f"{name}: {err}")
+            rows = evaluate([Scored(examples[i].id, examples[i], summaries[i]) for i in todo], [name]).rows
+        except DataError:
+            for i in todo:
+                try:
+                    keep(i, evaluate([Scored(examples[i].id, examples[i], summaries[i])], [name]).rows[0])
+                except DataError as err:
+                    errors[i].append(f"{name}: {err}")
             continue
-        values.update({k: float(v) for k, v in row.items() if k not in ("id", "example_id")})
-    return values, "; ".join(errors) or None
+        for i, row in zip(todo, rows):
+            keep(i, row)
+    return [(v, "; ".join(e) or None) for v, e in zip(values, errors)]
 
 
 def _distributed() -> tuple[int, int, Any]:
@@ -194,8 +216,10 @@ def run_sweep(
                 summaries = generate(model, tokenizer, batch, gen_config, progress=False)
                 records = [None] * len(batch)
             rows = []
-            for offset, (ex, summary, record) in enumerate(zip(batch, summaries, records)):
-                metrics, error = row_metrics(ex, summary, config.metrics)
+            scored = batch_metrics(batch, summaries, config.metrics)
+            for offset, (ex, summary, record, (metrics, error)) in enumerate(
+                zip(batch, summaries, records, scored)
+            ):
                 rows.append(ResultRow(
                     cell.id, unit.dataset, unit.seed, ex.id, unit.start + offset, summary, metrics,
                     error=error,
