@@ -45,7 +45,7 @@ def test_fit_recovers_a_monotone_relation_and_round_trips_through_json() -> None
     noise = rng.normal(size=200)
     truth = 1 / (1 + np.exp(-2 * x))
     groups = np.repeat(np.arange(20), 10)
-    cal = fit_calibration({"a": x, "noise": noise}, truth, groups, "faithfulness", alpha=0.01)
+    cal = fit_calibration({"a": x, "noise": noise}, truth, groups, "faithfulness", "rank", alpha=0.01)
     assert cal.weights["a"] > 0.8 and abs(cal.weights["noise"]) < 0.1
     pred = cal.predict({"a": x, "noise": noise})
     assert np.corrcoef(pred, truth)[0, 1] > 0.95
@@ -90,7 +90,7 @@ def test_cross_validated_predictions_come_from_fits_without_their_fold() -> None
 
 
 def test_bad_calibration_files_name_the_field() -> None:
-    good = fit_calibration({"a": [0.0, 1.0, 2.0, 3.0]}, [0, 1, 2, 3], [0, 0, 1, 1], "t", alpha=1.0).to_dict()
+    good = fit_calibration({"a": [0.0, 1.0, 2.0, 3.0]}, [0, 1, 2, 3], [0, 0, 1, 1], "t", "rank", alpha=1.0).to_dict()
     with pytest.raises(DataError, match="not an evenhand calibration"):
         Calibration.from_dict({"weights": {}})
     with pytest.raises(DataError, match="missing field `intercept`"):

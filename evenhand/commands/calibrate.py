@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scorers", required=True, help="Comma-separated registered scorer names (the features).")
     parser.add_argument("--out", required=True, help="The calibration JSON to write.")
     parser.add_argument(
-        "--normalize", default="rank", choices=NORMALIZATIONS,
-        help="Feature normalization: rank (empirical CDF, default) or zscore.",
+        "--normalize", default="zscore", choices=NORMALIZATIONS,
+        help="Feature normalization: zscore (default) or rank (empirical CDF).",
     )
     parser.add_argument(
         "--alpha", default="auto",
@@ -116,8 +116,14 @@ def run(args: argparse.Namespace) -> int:
     options = scorer_options(args, names)
     sources = [data.sources[i] for i in groups]
     raw: dict[str, list[float]] = {}
+    stored: dict[str, dict[str, object]] = {}
     for name in names:
-        raw[name] = get_scorer(name, cache_dir=score_cache(args), **options[name]).score(sources, data.summaries)
+        scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
+        raw[name] = scorer.score(sources, data.summaries)
+        # the options a feature was scored with, the model named even when it was the default
+        stored[name] = {k: v for k, v in options[name].items() if k not in ("batch_size", "device")}
+        if getattr(scorer.config, "model", None):
+            stored[name]["model"] = scorer.config.model
 
     def stats(scores: object) -> dict[str, list[float]]:
         result = meta_evaluate(scores, truth, groups, args.n_bootstrap, args.seed)  # type: ignore[arg-type]
@@ -127,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     oof = cross_validate(raw, truth, groups, args.normalize, alpha, args.folds, args.seed)
     cv = stats(oof)
     calibration = fit_calibration(raw, truth, groups, args.target, args.normalize, alpha, seed=args.seed)
-    calibration.scorer_options = {n: {k: v for k, v in o.items() if k != "batch_size"} for n, o in options.items()}
+    calibration.scorer_options = stored
     calibration.meta = {
         "data": Path(args.data).name, "summaries": len(truth), "sources": len(set(groups)),
         "folds": args.folds, "seed": args.seed, "alpha_choice": args.alpha,
