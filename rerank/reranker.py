@@ -52,6 +52,37 @@ RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
+#: The default selection: calibrated coverage and faithfulness with Equal Coverage fairness
+#: (composite, per-set min-max, equal weights) ...
+DEFAULT_SCORERS = "calibrated:coverage,calibrated:faithfulness,equal-coverage"
+#: ... under floors relative to the plain beam-search summary: fluency (mean token log-prob
+#: without the source, nats) and calibrated coverage (predicted share of key points).
+#: Margins measured on the bundled demo sets: docs/reranking.md.
+DEFAULT_FLOORS: dict[str, float] = {"fluency": 0.5, "calibrated:coverage": 0.1}
+
+
+def parse_floors(text: str) -> dict[str, float]:
+    """``"fluency=0.5,calibrated:coverage=0.1"`` -> ``{name: margin}``; ``"none"`` -> ``{}``."""
+    if text.strip().lower() == "none":
+        return {}
+    floors: dict[str, float] = {}
+    for item in [s.strip() for s in text.split(",") if s.strip()]:
+        name, sep, margin = item.rpartition("=")
+        try:
+            value = float(margin)
+        except ValueError:
+            value = float("nan")
+        if not sep or not name.strip() or not value >= 0:
+            raise ValueError(
+                f"`floors` item {item!r} must be NAME=MARGIN with a non-negative margin, "
+                "e.g. fluency=0.5 (or 'none')"
+            )
+        floors[name.strip()] = value
+    if not floors:
+        raise ValueError("`floors` is empty; give NAME=MARGIN items or 'none'")
+    return floors
+
+
 @dataclass
 class RerankConfig:
     """Settings of the reranker."""
@@ -104,11 +135,13 @@ class Reranker:
         config: N, samplers and seed.
         generate_config: base decoding settings (max_new_tokens, batch_size,
             repetition settings...); the sampler fields are overridden per recipe.
+        floor_scorers: scorers for ``config.floors`` by name (default: the
+            selection scorer's component of that name, else a fresh one).
     """
 
     def __init__(
         self, model: Any, tokenizer: Any, scorer: Scorer, config: RerankConfig | None = None,
-        generate_config: Any = None,
+        generate_config: Any = None, floor_scorers: dict[str, Scorer] | None = None,
     ) -> None:
         from evenhand.decoding.generate import GenerateConfig
 
@@ -117,7 +150,9 @@ class Reranker:
         self.scorer = scorer
         self.config = config or RerankConfig()
         self.generate_config = generate_config or GenerateConfig()
-        self.floor_scorers = floor_scorers(scorer, self.config.floors)
+        self.floor_scorers = (
+            floor_scorers if floor_scorers is not None else build_floor_scorers(scorer, self.config.floors)
+        )
 
     def recipe_config(self, recipe: str, index: int) -> Any:
         """The GenerateConfig of one sampler (seeded by its index in the recipe list)."""
@@ -206,12 +241,19 @@ def select_best(scores: Sequence[float], eligible: Sequence[bool] | None = None)
     return max(allowed, key=lambda i: (scores[i], -i))
 
 
-def floor_scorers(scorer: Scorer, floors: dict[str, float]) -> dict[str, Scorer]:
+def build_floor_scorers(
+    scorer: Scorer, floors: dict[str, float], cache_dir: Any = None,
+    options: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Scorer]:
     """The scorers behind ``floors``: the selection scorer's own component where it has one."""
     from evenhand.rerank.registry import get_scorer
 
     components = getattr(scorer, "components", {})
-    return {name: components.get(name) or get_scorer(name, progress=False) for name in floors}
+    options = options or {}
+    return {
+        name: components.get(name) or get_scorer(name, cache_dir=cache_dir, **options.get(name, {}))
+        for name in floors
+    }
 
 
 def score_and_select(
@@ -231,7 +273,7 @@ def score_and_select(
         plain = next((i for i, c in enumerate(candidates) if c["recipe"] == "beam"), None)
         if plain is None:
             raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
-        scorers = scorers if scorers is not None else floor_scorers(scorer, floors)
+        scorers = scorers if scorers is not None else build_floor_scorers(scorer, floors)
         for name, margin in floors.items():
             values = scorers[name].score([example] * len(texts), texts)
             for i, cand in enumerate(candidates):

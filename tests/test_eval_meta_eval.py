@@ -110,10 +110,34 @@ def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
     code = main(["rerank", "--data", str(data), "--out", str(out), "--candidates", "3",
                  "--scorers", "rouge-l-recall,rouge-l-precision", "--weights", "2,1",
                  "--model", str(tmp_path / "tiny"), "--max-new-tokens", "4", "--device", "cpu",
-                 "--score-cache", "none"])
+                 "--score-cache", "none", "--floors", "none"])
     assert code == 0
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     scores = [c["score"] for c in record["candidates"]]
     assert len(scores) == 3 and record["best_score"] == max(scores)
     assert set(record["candidates"][0]["components"]) == {"rouge-l-recall", "rouge-l-precision"}
     assert "mean composite: selected" in capsys.readouterr().out
+    # with a fluency floor the plain beam-search summary joins, and the winner clears the floor
+    floored = tmp_path / "floored.jsonl"
+    code = main(["rerank", "--data", str(data), "--out", str(floored), "--candidates", "3",
+                 "--scorers", "rouge-l-recall", "--floors", "fluency=0.25",
+                 "--model", str(tmp_path / "tiny"), "--lm-model", str(tmp_path / "tiny"),
+                 "--max-new-tokens", "4", "--device", "cpu", "--score-cache", "none"])
+    assert code == 0
+    (record,) = [json.loads(line) for line in floored.read_text().splitlines()]
+    cands = record["candidates"]
+    assert [c["recipe"] for c in cands] == ["nucleus", "top-k", "hybrid", "beam"]
+    plain = cands[3]["floors"]["fluency"]
+    assert all(c["eligible"] == (c["recipe"] == "beam" or c["floors"]["fluency"] >= plain - 0.25) for c in cands)
+    assert cands[record["best_index"]]["eligible"]
+    assert "plain beam search kept for" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("floors", "message"),
+    [("fluency", "NAME=MARGIN"), ("fluency=-1", "non-negative"), ("nope=0.1", "--floors: Unknown scorer 'nope'")],
+)
+def test_rerank_rejects_bad_floors_before_loading_anything(tmp_path, capsys, floors, message):
+    out = tmp_path / "rr.jsonl"
+    code = main(["rerank", "--data", str(tmp_path / "missing.jsonl"), "--out", str(out), "--floors", floors])
+    assert code == 2 and message in capsys.readouterr().err and not out.exists()

@@ -120,7 +120,7 @@ def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, mon
     import evenhand.rerank.reranker as reranker_module
 
     model, tok = tiny
-    monkeypatch.setattr(reranker_module, "floor_scorers", lambda scorer, floors: {"words": WordCount()})
+    monkeypatch.setattr(reranker_module, "build_floor_scorers", lambda scorer, floors: {"words": WordCount()})
     gen = GenerateConfig(max_new_tokens=6, batch_size=2)
     reranker = Reranker(model, tok, CharCount(), RerankConfig(candidates=3, seed=1, floors={"words": 0.0}), gen)
     record = reranker.rerank_one(_examples()[0])

@@ -80,19 +80,19 @@ def score_cache(args: argparse.Namespace) -> Any:
     return cache_dir() / "scores"
 
 
-def split_names(text: str) -> list[str]:
-    """Comma-separated scorer names, each checked against the registry."""
+def split_names(text: str, flag: str = "--scorers") -> list[str]:
+    """Comma-separated scorer names, each checked against the registry (errors name ``flag``)."""
     from evenhand.evaluation.schema import DataError
     from evenhand.rerank.registry import UnknownScorerError, scorer_class, split_name
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise DataError("`--scorers` is empty; give comma-separated scorer names")
+        raise DataError(f"`{flag}` is empty; give comma-separated scorer names")
     for name in names:
         try:
             scorer_class(name)
         except UnknownScorerError as err:  # one-line CLI error: "Unknown scorer 'x'. Available: ..."
-            raise DataError(f"--scorers: {err}") from None
+            raise DataError(f"{flag}: {err}") from None
         base, argument = split_name(name)
         if base == "calibrated":  # read the calibration now, before any model loads
             from evenhand.rerank.scorers.calibrated import load_calibration

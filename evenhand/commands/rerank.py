@@ -19,9 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
     parser.add_argument("--out", required=True, help="Output JSONL: one record per example with all candidates.")
     parser.add_argument("--candidates", type=int, default=9, help="Candidates per example, N (default: 9).")
+    from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
+
     parser.add_argument(
-        "--scorers", default="llm-coverage,alignscore",
-        help="Comma-separated registered scorers, combined by `composite` (default: llm-coverage,alignscore).",
+        "--scorers", default=DEFAULT_SCORERS,
+        help=f"Comma-separated registered scorers, combined by `composite` (default: {DEFAULT_SCORERS}).",
+    )
+    floors = ",".join(f"{k}={v:g}" for k, v in DEFAULT_FLOORS.items())
+    parser.add_argument(
+        "--floors", default=floors,
+        help="NAME=MARGIN,...: a candidate below the plain beam-search summary (added as a candidate) "
+        f"by more than MARGIN on scorer NAME cannot win; 'none' turns floors off (default: {floors}).",
     )
     parser.add_argument("--weights", default=None, help="Comma-separated weights, one per scorer (default: equal).")
     parser.add_argument("--normalize", default="minmax", help="Per-set normalization: minmax, zscore, none.")
@@ -47,23 +55,35 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.schema import DataError
     from evenhand.rerank.registry import get_scorer
-    from evenhand.rerank.reranker import RerankConfig, Reranker
+    from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
 
     names = split_names(args.scorers)
+    try:
+        floors = parse_floors(args.floors)
+    except ValueError as err:
+        raise DataError(f"--floors: {err}") from None
+    if floors:
+        split_names(",".join(floors), "--floors")  # the floor scorers must exist too
     scorer = get_scorer(
         "composite", cache_dir=score_cache(args), scorers=",".join(names), weights=args.weights,
         normalize=args.normalize, options=scorer_options(args, names),
     )
-    config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed)
+    config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)
     generate_config = config_from_args(GenerateConfig, args)
     examples = load_limited(args.data, args.limit)
     model, tokenizer = load_generator(args.model, device=args.device)
-    reranker = Reranker(model, tokenizer, scorer, config, generate_config)
+    floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
+    reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
     records = reranker.rerank(examples, out=args.out, resume=args.resume)
     best = [r["best_score"] for r in records]
     mean_all = [sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
-    print(f"{len(records)} examples, {args.candidates} candidates each, scorers {', '.join(names)}")
+    plain = " + the plain beam-search summary" if floors else ""
+    print(f"{len(records)} examples, {args.candidates} candidates each{plain}, scorers {', '.join(names)}")
+    if floors:
+        won = sum(r["candidates"][r["best_index"]]["recipe"] == "beam" for r in records)
+        print(f"floors {args.floors}: plain beam search kept for {won} of {len(records)} examples")
     print(f"mean composite: selected {sum(best) / len(best):.3f}, all candidates {sum(mean_all) / len(mean_all):.3f}")
     print(f"wrote {args.out}")
     return 0
