@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.decoding.prompting import KIND_CHOICES, check_kind
 from evenhand.evaluation.schema import DataError, Example
 
 
@@ -38,12 +39,28 @@ class GenerateConfig:
     instruction: str | None = field(
         default=None, metadata={"help": "Instruction replacing the default summarization one."}
     )
+    prompt_kind: str = field(
+        default="auto",
+        metadata={
+            "help": "Prompt for this kind of source: reviews, debate, stances, posts, texts, or "
+            "auto (by the example's attribute: rating/sentiment -> reviews, speaker -> debate, "
+            "stance -> stances, party -> posts, other -> texts).",
+            "choices": KIND_CHOICES,
+        },
+    )
     response_prefix: str | None = field(
         default=None,
         metadata={
-            "help": "Text the summary starts with, e.g. 'The reviewers' (decoder-only chat "
-            "models): the model continues it and it is part of the output. Keeps small "
-            "models from opening with 'Here is a rewritten version...'."
+            "help": "Text the summary starts with (decoder-only models): the model continues it "
+            "and it is part of the output. Default: the prompt kind's prefix ('Reviewers', "
+            "'The speakers'...) when the kind's own instruction is used; '' turns it off."
+        },
+    )
+    clean: bool = field(
+        default=True,
+        metadata={
+            "help": "Clean generated summaries: drop a leading preamble or heading ('Here is a "
+            "summary:', 'Title: ...'), collapse whitespace, cut a trailing incomplete sentence."
         },
     )
     fair_prompt: str | None = field(
@@ -91,6 +108,7 @@ class GenerateConfig:
             raise ValueError(f"`num_beams` must be a positive int, got {self.num_beams}")
         if self.batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size}")
+        check_kind(self.prompt_kind)
         if self.temperature <= 0:
             raise ValueError(
                 f"`temperature` must be a positive float, got {self.temperature}; "
@@ -201,20 +219,37 @@ def context_limit(model: Any) -> int | None:
     return None
 
 
+def response_prefixes(model: Any, examples: Sequence[Example], config: GenerateConfig) -> list[str]:
+    """The text each summary starts with (see ``prompting.response_prefix``).
+
+    Encoder-decoder models get none: an explicit ``response_prefix`` raises, the
+    prompt kinds' defaults are dropped.
+    """
+    from evenhand.decoding.prompting import response_prefix
+
+    if model.config.is_encoder_decoder:
+        if config.response_prefix:
+            raise ValueError(
+                "`response_prefix` needs a decoder-only model; drop it for encoder-decoder models"
+            )
+        return [""] * len(examples)
+    return [
+        response_prefix(ex, config.response_prefix, config.instruction, config.prompt_kind)
+        for ex in examples
+    ]
+
+
 def encode_prompts(
     model: Any, tokenizer: Any, examples: Sequence[Example], config: GenerateConfig
 ) -> Any:
     """Tokenize the chat prompts of ``examples``; raise DataError if one exceeds the context."""
     from evenhand.decoding.prompting import build_prompt, chat_prompt
 
-    if config.response_prefix and model.config.is_encoder_decoder:
-        raise ValueError(
-            "`response_prefix` needs a decoder-only model; drop it for encoder-decoder models"
-        )
+    prefixes = response_prefixes(model, examples, config)
     texts = [
-        chat_prompt(tokenizer, build_prompt(ex, config.instruction, config.fair_prompt))
-        + (config.response_prefix or "")
-        for ex in examples
+        chat_prompt(tokenizer, build_prompt(ex, config.instruction, config.fair_prompt, config.prompt_kind))
+        + prefix
+        for ex, prefix in zip(examples, prefixes)
     ]
     enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     limit = context_limit(model)
@@ -290,7 +325,8 @@ def generate(
     check_examples(examples, config)
     device = next(model.parameters()).device
     builders = [*processor_builders, *config.processor_builders()]
-    prefix = config.response_prefix or ""  # part of the prompt, given back with each summary
+    from evenhand.decoding.prompting import clean_summary
+
     outputs: list[str] = []
     bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
     for start, batch in _batches(examples, config.batch_size):
@@ -314,7 +350,12 @@ def generate(
                 **fair.generate_kwargs,
             )
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
-        texts = [(prefix + t).strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+        # the response prefix is part of the prompt: given back at the start of each summary
+        prefixes = response_prefixes(model, batch, config)
+        decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
+        texts = [(prefix + t).strip() for prefix, t in zip(prefixes, decoded)]
+        if config.clean:
+            texts = [clean_summary(t) for t in texts]
         outputs.extend(texts)
         if on_batch is not None:
             on_batch(batch, texts)

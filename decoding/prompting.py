@@ -1,19 +1,114 @@
-"""Prompts for summarization: documents as plain text, wrapped in the model's chat template.
+"""Prompts for summarization: one per kind of source, wrapped in the model's chat template.
 
 SmolLM2 copies numbered lists and repeats itself, so documents are given as plain
 paragraphs (no numbering) and the instruction asks for 2-3 sentences.
+
+**Kinds of source.** Each kind has its own instruction and a default *response
+prefix*, the words the summary starts with (the model continues them), which
+keeps small models from opening with "Here's a rewritten version...":
+
+- ``reviews`` (attribute ``rating`` or ``sentiment``): prefix "Some reviewers";
+- ``debate`` (``speaker``): "In this debate,";
+- ``stances`` (``stance``): "Supporters argue that";
+- ``posts`` (``party``; tweets and other posts): "The posts";
+- ``texts`` (any other attribute, or none): "Some of the texts".
+
+Measured on the 12 demo sets with beam search: a bare noun ("Reviewers",
+"Supporters") made SmolLM2 continue with a colon and a numbered list; "Some
+reviewers" invites the contrast "..., while others ...".
+
+``kind="auto"`` picks by the example's ``attribute`` (case-insensitive); a
+``debate`` shows each document as ``Speaker name: text``, since who said it is
+part of the content. The instruction is chosen as: the example's own
+``prompt`` (used as is), else an explicit ``instruction``, else the example's
+``instruction``, else the kind's. The kind's response prefix applies only with
+the kind's own instruction (see ``response_prefix``).
+
+``clean_summary`` is the light clean-up applied to generated summaries.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from evenhand.evaluation.schema import Example
 
-DEFAULT_INSTRUCTION = (
-    "Summarize the texts above in 2-3 sentences. Cover every opinion in them, "
-    "positive and negative, and say only what the texts say."
-)
+#: What every kind's instruction ends with: SmolLM2 otherwise writes titles and lists.
+_FORM = "Write plain sentences in the third person, with no title, no introduction and no list."
+
+
+@dataclass(frozen=True)
+class PromptKind:
+    """How to prompt for one kind of source.
+
+    Args:
+        name: the kind's name (``--prompt-kind`` choice).
+        instruction: the task, placed after the documents.
+        response_prefix: the words the summary starts with ("" = none).
+        show_speakers: start each document with its group label and a colon
+            (``Councillor Reyes: ...``), for sources where the group is a name.
+    """
+
+    name: str
+    instruction: str
+    response_prefix: str
+    show_speakers: bool = False
+
+
+PROMPT_KINDS: dict[str, PromptKind] = {
+    kind.name: kind
+    for kind in (
+        PromptKind(
+            "reviews",
+            "Summarize these reviews in 2-3 sentences. Say what the reviewers liked and what "
+            "they complained about, covering every opinion, and say only what the reviews say. "
+            + _FORM,
+            "Some reviewers",
+        ),
+        PromptKind(
+            "debate",
+            "Summarize this debate in 2-3 sentences. Say what each speaker argued, on every "
+            "side, and say only what the speakers said. " + _FORM,
+            "In this debate,",
+            show_speakers=True,
+        ),
+        PromptKind(
+            "stances",
+            "Summarize these opinions in 2-3 sentences. Give the arguments of the supporters "
+            "and of the opponents, and say only what the texts say. " + _FORM,
+            "Supporters argue that",
+        ),
+        PromptKind(
+            "posts",
+            "Summarize these social media posts in 2-3 sentences. Say what the posts praise and "
+            "what they criticize, covering every side, and say only what the posts say. " + _FORM,
+            "The posts",
+        ),
+        PromptKind(
+            "texts",
+            "Summarize the texts above in 2-3 sentences. Cover every opinion in them, positive "
+            "and negative, and say only what the texts say. " + _FORM,
+            "Some of the texts",
+        ),
+    )
+}
+
+#: ``kind="auto"``: the kind of each known attribute; any other attribute (or none) is ``texts``.
+ATTRIBUTE_KINDS: dict[str, str] = {
+    "rating": "reviews",
+    "sentiment": "reviews",
+    "speaker": "debate",
+    "stance": "stances",
+    "party": "posts",
+}
+
+#: Valid values of ``GenerateConfig.prompt_kind`` / ``--prompt-kind``.
+KIND_CHOICES: tuple[str, ...] = ("auto", *PROMPT_KINDS)
+
+#: The generic kind's instruction (kept under its old name for callers that import it).
+DEFAULT_INSTRUCTION = PROMPT_KINDS["texts"].instruction
 
 #: System message: keeps SmolLM2 from "rewriting" the texts or answering in the first person.
 DEFAULT_SYSTEM = (
@@ -33,6 +128,21 @@ FAIRNESS_DEFINITION = (
 FAIR_PROMPTS = ("definition", "labels")
 
 
+def check_kind(kind: str) -> str:
+    """``kind`` if it is a valid ``--prompt-kind``; otherwise a ValueError listing the choices."""
+    if kind not in KIND_CHOICES:
+        raise ValueError(f"`prompt_kind` must be one of {', '.join(KIND_CHOICES)}, got {kind!r}")
+    return kind
+
+
+def prompt_kind(example: Example, kind: str = "auto") -> PromptKind:
+    """The kind of ``example``: ``kind`` itself, or with ``"auto"`` the one its attribute maps to."""
+    check_kind(kind)
+    if kind == "auto":
+        kind = ATTRIBUTE_KINDS.get((example.attribute or "").strip().lower(), "texts")
+    return PROMPT_KINDS[kind]
+
+
 def _label(example: Example, group: str | None) -> str:
     if group is None:
         return ""
@@ -40,11 +150,21 @@ def _label(example: Example, group: str | None) -> str:
     return f"[{attribute}: {group}] "
 
 
-def format_documents(example: Example, show_groups: bool = False) -> str:
-    """The documents as plain paragraphs; with ``show_groups`` each starts with its group label."""
+def format_documents(example: Example, show_groups: bool = False, show_speakers: bool = False) -> str:
+    """The documents as plain paragraphs.
+
+    With ``show_groups`` each starts with its bracketed group label (``[speaker: Kim] ...``,
+    the ``labels`` fair prompt); else with ``show_speakers`` each labelled one starts
+    with its group and a colon (``Kim: ...``, the ``debate`` kind).
+    """
     parts = []
     for doc in example.documents:
-        prefix = _label(example, doc.group) if show_groups else ""
+        if show_groups:
+            prefix = _label(example, doc.group)
+        elif show_speakers and doc.group is not None:
+            prefix = f"{doc.group}: "
+        else:
+            prefix = ""
         parts.append(prefix + " ".join(doc.text.split()))
     return "\n\n".join(parts)
 
@@ -73,31 +193,54 @@ def labels_instruction(example: Example) -> str:
 
 
 def build_prompt(
-    example: Example, instruction: str | None = None, fair_prompt: str | None = None
+    example: Example, instruction: str | None = None, fair_prompt: str | None = None,
+    kind: str = "auto",
 ) -> str:
     """The user message for one example.
 
     Args:
         example: the input; its own ``prompt`` wins over everything else when set,
-            and its ``instruction`` over the default one.
-        instruction: override the instruction (default: example's, else DEFAULT_INSTRUCTION).
+            and its ``instruction`` over the kind's one.
+        instruction: override the instruction (default: example's, else the kind's).
         fair_prompt: ``None``; ``"definition"`` appends FairSumm's fairness definition;
             ``"labels"`` shows each document's group label and the share of documents
             of each group, and asks that each group's information take that share
             (the Equal Coverage paper's fair prompt).
+        kind: a ``PROMPT_KINDS`` name or ``"auto"`` (by the example's attribute, see
+            ``ATTRIBUTE_KINDS``): its instruction, and whether speakers are shown.
     """
     if fair_prompt is not None and fair_prompt not in FAIR_PROMPTS:
         raise ValueError(f"`fair_prompt` must be one of {FAIR_PROMPTS} or None, got {fair_prompt!r}")
+    chosen = prompt_kind(example, kind)
     if example.prompt and fair_prompt is None and instruction is None:
         return example.prompt
-    text = instruction or example.instruction or DEFAULT_INSTRUCTION
+    text = instruction or example.instruction or chosen.instruction
     attribute = example.attribute or "group"
     if fair_prompt == "definition":
         text = f"{text} {FAIRNESS_DEFINITION.format(attribute=attribute)}"
     elif fair_prompt == "labels":
         text = f"{text} {labels_instruction(example)}"
-    docs = format_documents(example, show_groups=fair_prompt == "labels")
+    docs = format_documents(
+        example, show_groups=fair_prompt == "labels", show_speakers=chosen.show_speakers
+    )
     return f"{docs}\n\n{text}"
+
+
+def response_prefix(
+    example: Example, prefix: str | None = None, instruction: str | None = None, kind: str = "auto"
+) -> str:
+    """The words the summary of ``example`` starts with.
+
+    An explicit ``prefix`` wins (``""`` turns prefixes off). With ``None``, the
+    kind's default prefix is used when the kind's own instruction is (no
+    ``instruction``, no example ``instruction`` or ``prompt``): a prefix written
+    for reviews would fight a user's own task. Otherwise none.
+    """
+    if prefix is not None:
+        return prefix
+    if instruction or example.instruction or example.prompt:
+        return ""
+    return prompt_kind(example, kind).response_prefix
 
 
 def chat_prompt(tokenizer: Any, user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
@@ -113,3 +256,65 @@ def chat_prompt(tokenizer: Any, user_text: str, system: str | None = DEFAULT_SYS
     if system is not None:
         messages.insert(0, {"role": "system", "content": system})
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+# ---------------------------------------------------------------- clean-up
+
+#: A heading line: Markdown heading, bold-only line, or a ``Label:`` line (Title:, Summary:, Text 1:).
+_HEADING = re.compile(
+    r"^\s*(?:#+\s.*|\*\*[^*]+\*\*:?|(?:title|summary|text\s*\d*|review\s*\d*|document\s*\d*)\s*:.*)$",
+    re.IGNORECASE,
+)
+#: A leading ``Summary:``/``Text 1:`` label in front of the text itself.
+_LABEL = re.compile(r"^\s*\**(?:summary|text\s*\d*|review\s*\d*)\**\s*:\**\s*", re.IGNORECASE)
+#: A preamble sentence: "Here's a summary ...:", "Here is ...:", "Sure, ...!", "Certainly!".
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:here[’']?s|here is|here are|below is)\b[^:\n]*(?::|\.\s|\n)"
+    r"|(?:sure|certainly|of course|okay|ok)\b[^.!:\n]*[.!:]"
+    r"|[^.!?\n]*\b(?:summary|rewritten version|summarized version)\b[^.!?\n]*:)\s*",
+    re.IGNORECASE,
+)
+#: End of a complete sentence: . ! or ? (optionally closed by a quote or bracket)
+#: before the end or before whitespace and a capital, digit or quote ("3 a.m. every" is not).
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[A-Z0-9\"“'(]|\s*$)")
+
+
+def clean_summary(text: str) -> str:
+    """A generated summary without preamble, headings, extra whitespace or a cut-off tail.
+
+    In order:
+
+    1. leading heading lines are dropped while text follows them (``Title: ...``,
+       ``Summary:``, ``Text 1:``, ``# ...``, ``**...**``), and a leading
+       ``Summary:`` or ``Text 1:`` label is stripped from the first line;
+    2. leading preamble sentences are dropped: ``Here's a/Here is ...:``,
+       ``Sure, ...!``, ``... rewritten version ...:``;
+    3. whitespace runs (newlines included) become one space;
+    4. a trailing incomplete sentence is cut when at least one complete sentence
+       (ending in ``.``, ``!`` or ``?``) precedes it.
+
+    A step that would leave nothing is skipped, so the result is empty only when
+    ``text`` is blank.
+
+    >>> clean_summary("Here's a summary of the reviews:\\n\\nReviewers like it. They also")
+    'Reviewers like it.'
+    """
+    lines = text.strip().splitlines()
+    while len(lines) > 1 and (_HEADING.match(lines[0]) or not lines[0].strip()):
+        lines = lines[1:]
+    body = "\n".join(lines)
+    body = _LABEL.sub("", body, count=1) or body
+    for _ in range(3):  # "Sure! Here is a summary: ..." is two preambles
+        stripped = _PREAMBLE.sub("", body, count=1)
+        if stripped == body or not stripped.strip():
+            break
+        body = stripped
+        lines = body.strip().splitlines()
+        while len(lines) > 1 and (_HEADING.match(lines[0]) or not lines[0].strip()):
+            lines = lines[1:]
+        body = "\n".join(lines)
+    body = " ".join(body.split())
+    ends = [m.end() for m in _SENTENCE_END.finditer(body)]
+    if ends and ends[-1] < len(body):
+        body = body[: ends[-1]]
+    return body

@@ -81,7 +81,7 @@ def source_token_ids(batch: PromptBatch) -> list[list[int]]:
     return [
         prompt_source_ids(
             tok,
-            chat_prompt(tok, build_prompt(ex, config.instruction, config.fair_prompt)),
+            chat_prompt(tok, build_prompt(ex, config.instruction, config.fair_prompt, config.prompt_kind)),
             ex.texts,
         )
         for ex in batch.examples

@@ -43,7 +43,10 @@ def add_dataclass_arguments(
                 help=help_text,
             )
         elif typ in (int, float, str):
-            parser.add_argument(flag, dest=f.name, type=typ, default=None, help=help_text)
+            parser.add_argument(
+                flag, dest=f.name, type=typ, default=None, help=help_text,
+                choices=f.metadata.get("choices"),
+            )
 
 
 def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:

@@ -1,6 +1,6 @@
 import pytest
 from evenhand.decoding.generate import GenerateConfig, generate
-from evenhand.decoding.prompting import build_prompt, chat_prompt, format_documents
+from evenhand.decoding.prompting import PROMPT_KINDS, build_prompt, chat_prompt, format_documents
 from evenhand.evaluation.schema import DataError, Document, Example
 
 EXAMPLES = [
@@ -65,7 +65,12 @@ def test_generate_calls_processor_builders_and_on_batch(tiny_causal):
                    on_batch=lambda exs, texts: batches.append([e.id for e in exs]))
     assert seen == [(2, True), (1, True)]
     assert batches == [["a", "b"], ["c"]]
-    assert out == ["yes yes yes"] * 3
+    # each summary starts with its kind's response prefix (reviews, reviews, generic texts)
+    reviews, texts = PROMPT_KINDS["reviews"].response_prefix, PROMPT_KINDS["texts"].response_prefix
+    assert out == [f"{reviews} yes yes yes"] * 2 + [f"{texts} yes yes yes"]
+    off = generate(model, tok, EXAMPLES, config, processor_builders=[builder], progress=False,
+                   response_prefix="")
+    assert off == ["yes yes yes"] * 3
 
 
 def test_context_overflow_names_example_and_field(tiny_causal):
@@ -130,8 +135,16 @@ def test_response_prefix_starts_the_summary(tiny_causal, tokenizer):
     prompt = tok.decode(enc["input_ids"][0])
     assert prompt.endswith("<|im_start|>assistant\nThe reviewers")
     (text,) = generate(model, tok, EXAMPLES[:1], config, progress=False)
-    (plain,) = generate(model, tok, EXAMPLES[:1], config, progress=False, response_prefix=None)
+    (plain,) = generate(model, tok, EXAMPLES[:1], config, progress=False, response_prefix="")
     assert text.startswith("The reviewers") and text != plain
+    # None = the kind's default prefix (a sentiment example: reviews)
+    enc = encode_prompts(model, tok, EXAMPLES[:1], GenerateConfig(max_new_tokens=4))
+    assert tok.decode(enc["input_ids"][0]).endswith(
+        "<|im_start|>assistant\n" + PROMPT_KINDS["reviews"].response_prefix)
     seq2seq, _ = tiny_model("seq2seq", seed=0)
     with pytest.raises(ValueError, match="`response_prefix` needs a decoder-only model"):
         generate(seq2seq, tokenizer, EXAMPLES[:1], config, progress=False)
+    # the kinds' default prefixes are dropped for encoder-decoder models, not an error
+    (s2s,) = generate(seq2seq, tokenizer, EXAMPLES[:1], GenerateConfig(max_new_tokens=4),
+                      progress=False)
+    assert isinstance(s2s, str)
