@@ -1,19 +1,21 @@
 """JSONL reading and writing: atomic whole-file writes and resumable appends.
 
-``write_jsonl`` writes a temporary file and renames it over the target, so a
-reader never sees half a file. ``ResumableJsonl`` appends one record per line,
+``write_jsonl`` (and ``write_csv``, for the tables next to a JSONL file) writes
+a temporary file and renames it over the target, so a reader never sees half a file. ``ResumableJsonl`` appends one record per line,
 flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
 a half-written last line left by a kill, and reports which keys are done.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from evenhand.evaluation.schema import DataError, Example
 
@@ -38,22 +40,41 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return [record for _, record in iter_jsonl(path)]
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]:
+    """A text handle on a temporary file that replaces ``path`` (fsync'ed) when the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return path
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
+    with atomic_writer(path) as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return Path(path)
+
+
+def write_csv(
+    path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> Path:
+    """Write ``rows`` as CSV atomically; columns default to every key, in first-seen order."""
+    columns = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
+    with atomic_writer(path, newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return Path(path)
 
 
 def write_examples(path: str | Path, examples: Iterable[Example]) -> Path:
