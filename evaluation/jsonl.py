@@ -1,20 +1,21 @@
 """JSONL reading and writing: atomic whole-file writes and resumable appends.
 
-``write_jsonl`` writes a temporary file and renames it over the target, so a
-reader never sees half a file. ``ResumableJsonl`` appends one record per line,
+``write_jsonl`` (and ``write_csv``, for the tables next to a JSONL file) writes
+a temporary file and renames it over the target, so a reader never sees half a file. ``ResumableJsonl`` appends one record per line,
 flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
 a half-written last line left by a kill, and reports which keys are done.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from evenhand.evaluation.schema import DataError, Example
 
@@ -39,8 +40,8 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return [record for _, record in iter_jsonl(path)]
 
 
-@contextmanager
-def atomic_open(path: str | Path) -> Iterator[TextIO]:
+@contextlib.contextmanager
+def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]:
     """A text file handle whose content replaces ``path`` only when the block ends without error.
 
     The data goes to a temporary file beside ``path`` (flushed and fsync'ed), then
@@ -51,7 +52,7 @@ def atomic_open(path: str | Path) -> Iterator[TextIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -73,6 +74,18 @@ def write_json(path: str | Path, data: Any) -> Path:
     """Write one JSON document to ``path`` atomically, indented for people to read."""
     with atomic_open(path) as f:
         f.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return Path(path)
+
+
+def write_csv(
+    path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> Path:
+    """Write ``rows`` as CSV atomically; columns default to every key, in first-seen order."""
+    columns = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
+    with atomic_open(path, newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
     return Path(path)
 
 

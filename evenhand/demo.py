@@ -1,20 +1,32 @@
 """The bundled demo data and the demo job behind ``evenhand demo`` / ``make demo``.
 
 For one demo example the demo writes two summaries with the embedded model and
-prints them side by side with their scores:
+prints them side by side:
 
-- **plain**: beam search with the default prompt;
+- **plain**: beam search with the default prompt of the example's kind;
 - **evenhand**: candidates from fairness-aware beam search (group-coverage bonus
   α, fair beam β ∈ ``fair_beams``, FairSumm ``ratio`` target) under the nonlinear
   abstractiveness constraint λ_h, plus N candidates sampled with the paper's
-  recipes under the same processors, reranked by a composite of faithfulness
-  (AlignScore inference, offline MiniLM fallback) and Equal Coverage fairness;
-  the best one is kept. The LLM judges are left out of the default composite:
-  SmolLM2-135M as a judge correlates negatively with the ground truth in our
-  meta-evaluation (pass ``scorers`` to use them with a stronger judge).
+  recipes under the same processors, reranked by the composite named in
+  ``DemoConfig.scorers`` (default: faithfulness by AlignScore inference, offline
+  MiniLM fallback, and Equal Coverage fairness); the best one is kept. The LLM
+  judges are left out of the default composite: SmolLM2-135M as a judge
+  correlates negatively with the ground truth in our meta-evaluation.
 
-Scores (same for both): MINT abstractiveness, FairSumm UER (N-gram target),
-Equal Coverage (fallback backend), AlignScore-fallback faithfulness.
+Under each pair of summaries two blocks of scores, for both columns:
+
+- **selection scores**: the composite's components (whatever ``scorers`` names)
+  and the composite itself, min-max normalized over the evenhand candidates plus
+  the plain summary. They picked the evenhand summary, so they are no evidence
+  that it is better, and the demo never names a winner on them;
+- **independent checks (not used to select)**: ROUGE-L F1 against the example's
+  reference summaries (best over references, stemmed), FairSumm UER (N-gram
+  target, lower is fairer), MINT abstractiveness and the length in words.
+
+``--example all`` ends with one row per example (selection composite, ROUGE-L
+and UER of both columns; a ``fluency`` pair when a ``fluency`` scorer is
+registered); ``--out`` writes the full results as JSONL and that table as CSV
+(same name, ``.csv``), both atomically.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from evenhand.evaluation.loaders import load_jsonl
@@ -64,25 +77,44 @@ class DemoConfig:
 #: How the demo's faithfulness and EC scores are computed offline.
 BACKEND = "alignscore-minilm-fallback (MiniLM cosine, no AlignScore/NLI model installed)"
 
-#: The demo's score columns: key -> (label, whether higher is better).
-DEMO_SCORES: dict[str, tuple[str, bool]] = {
-    "mint": ("abstractiveness: MINT", True),
-    "fairsumm_uer": ("fairness: FairSumm UER", False),
-    "equal_coverage": ("fairness: Equal Coverage EC", False),
-    "faithfulness": ("faithfulness: AlignScore", True),
+#: The independent checks: key -> (label, "higher"/"lower" is better, or None: no better/worse).
+CHECKS: dict[str, tuple[str, str | None]] = {
+    "rouge_l_f1": ("ROUGE-L F1 vs references", "higher"),
+    "fairsumm_uer": ("FairSumm UER (N-gram)", "lower"),
+    "mint": ("MINT abstractiveness", None),
+    "words": ("length (words)", None),
 }
 
 
-def score_summary(example: Example, summary: str, scorers: dict[str, Any] | None = None) -> dict[str, float]:
-    """The demo's scores of one summary (see DEMO_SCORES); model scores need ``scorers``."""
+def rouge_l_f1(summary: str, references: list[str]) -> float:
+    """ROUGE-L F1 of ``summary`` against its best reference (stemmed); NaN without references."""
+    if not references:
+        return float("nan")
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return max(scorer.score(ref, summary)["rougeL"].fmeasure for ref in references)
+
+
+def independent_checks(example: Example, summary: str) -> dict[str, float]:
+    """The checks that play no part in selection (see CHECKS)."""
     from evenhand.evaluation.report import Scored, evaluate
 
     row = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"]).rows[0]
-    scores = {"mint": float(row["mint"]), "fairsumm_uer": float(row["fairsumm_uer"])}
-    if scorers:
-        scores["equal_coverage"] = -scorers["equal-coverage"].score([example], [summary])[0]
-        scores["faithfulness"] = scorers["alignscore"].score([example], [summary])[0]
-    return scores
+    return {
+        "rouge_l_f1": rouge_l_f1(summary, example.references),
+        "fairsumm_uer": float(row["fairsumm_uer"]),
+        "mint": float(row["mint"]),
+        "words": float(len(summary.split())),
+    }
+
+
+def selection_scores(
+    example: Example, composite: Any, texts: list[str]
+) -> list[dict[str, float]]:
+    """Per text the composite's components (raw) and ``composite`` (normalized over ``texts``)."""
+    details = composite.score_details([example] * len(texts), texts)
+    return [{**d["components"], "composite": d["score"]} for d in details]
 
 
 def _pick(examples: list[Example], name: str) -> list[Example]:
@@ -123,6 +155,7 @@ def evenhand_summary(
     for cand, detail in zip(candidates, details):
         cand.update(detail)
     best = select_best([c["score"] for c in candidates])
+    candidates[best]["kept"] = True
     return candidates[best]["text"], candidates
 
 
@@ -135,12 +168,86 @@ def _side_by_side(left: str, right: str, width: int = 44) -> str:
     return "\n".join(f"  {x:<{width}} | {y}" for x, y in zip(a, b))
 
 
+def _num(value: float, width: int = 8) -> str:
+    return f"{'n/a':>{width}}" if value != value else f"{value:{width}.3f}"
+
+
+def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]) -> str:
+    """The two score blocks under one example (see the module docstring)."""
+    weights = ", ".join(
+        f"{n}×{w:g}" for n, w in zip(composite.config.names, composite.config.weight_list)
+    )
+    lines = [
+        f"  selection scores: composite({weights}) that picked the evenhand summary; "
+        "composite min-max normalized over its candidates + plain",
+        f"  {'':34s} {'plain':>8s} {'evenhand':>8s}",
+    ]
+    for key in scores["plain"]["selection"]:
+        p, f = scores["plain"]["selection"][key], scores["evenhand"]["selection"][key]
+        lines.append(f"  {key:34s} {_num(p)} {_num(f)}")
+    lines += ["  independent checks (not used to select)", f"  {'':34s} {'plain':>8s} {'evenhand':>8s}"]
+    for key, value in scores["plain"]["checks"].items():
+        label, better = CHECKS.get(key, (key, "higher"))
+        p, f = value, scores["evenhand"]["checks"][key]
+        note = ""
+        if better is not None and p == p and f == f:
+            winner = "tie" if p == f else ("evenhand" if (f > p) == (better == "higher") else "plain")
+            note = f"   ({better} is better: {winner})"
+        lines.append(f"  {label:34s} {_num(p)} {_num(f)}{note}")
+    return "\n".join(lines)
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One compact row per example: selection composite, ROUGE-L, UER (and fluency) per column."""
+    out = []
+    for r in rows:
+        s = r["scores"]
+        row: dict[str, Any] = {"id": r["id"]}
+        for key, source in (("composite", "selection"), ("rouge_l_f1", "checks"),
+                            ("fairsumm_uer", "checks"), ("fluency", "checks")):
+            if key not in s["plain"][source]:
+                continue
+            for side in ("plain", "evenhand"):
+                row[f"{key}_{side}"] = s[side][source][key]
+        out.append(row)
+    return out
+
+
+def format_table(table: list[dict[str, Any]]) -> str:
+    """The ``--example all`` table as aligned text, with a closing line on the independent checks."""
+    columns = [c for c in table[0] if c != "id"]
+    width = max(len("example"), *(len(r["id"]) for r in table))
+    header = f"  {'example':<{width}} " + " ".join(f"{c:>{max(len(c), 8)}}" for c in columns)
+    lines = [header]
+    for r in table:
+        lines.append(f"  {r['id']:<{width}} " + " ".join(
+            _num(r[c], max(len(c), 8)) for c in columns))
+    for key, label, better in (("rouge_l_f1", "ROUGE-L F1", "higher"), ("fairsumm_uer", "UER", "lower")):
+        pairs = [(r[f"{key}_plain"], r[f"{key}_evenhand"]) for r in table]
+        pairs = [(p, f) for p, f in pairs if p == p and f == f]
+        if not pairs:
+            continue
+        wins = sum((f > p) if better == "higher" else (f < p) for p, f in pairs)
+        losses = sum((f < p) if better == "higher" else (f > p) for p, f in pairs)
+        mean_p = sum(p for p, _ in pairs) / len(pairs)
+        mean_f = sum(f for _, f in pairs) / len(pairs)
+        lines.append(f"  {label} ({better} is better): mean plain {mean_p:.3f}, evenhand {mean_f:.3f}; "
+                     f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets")
+    lines.append("  composite: the selection score (it picked the evenhand summaries), not a check")
+    return "\n".join(lines)
+
+
+def _csv_path(out: str) -> Path:
+    path = Path(out)
+    return path.with_suffix(".csv") if path.suffix == ".jsonl" else path.with_name(path.name + ".csv")
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Plain vs evenhand summaries of the chosen demo example(s), with scores."""
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import write_jsonl
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.jsonl import write_csv, write_jsonl
+    from evenhand.rerank.registry import available, get_scorer
 
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)
@@ -148,8 +255,10 @@ def run_demo(args: argparse.Namespace) -> int:
                         candidates=args.candidates)
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
     model, tokenizer = load_generator(args.model)
-    scorers = {name: get_scorer(name) for name in ("alignscore", "equal-coverage")}
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights)
+    fluency = None
+    if "fluency" in available():
+        fluency = composite.components.get("fluency") or get_scorer("fluency")
     plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
     rows = []
     for ex in examples:
@@ -158,29 +267,32 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}")
         plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
         fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite)
+        kept = next(i for i, c in enumerate(candidates) if c.get("kept"))
+        selection = selection_scores(ex, composite, [c["text"] for c in candidates] + [plain])
         scores = {
-            "plain": score_summary(ex, plain, scorers),
-            "evenhand": score_summary(ex, fair, scorers),
+            side: {"selection": selection[i], "checks": independent_checks(ex, text)}
+            for side, i, text in (("plain", -1, plain), ("evenhand", kept, fair))
         }
+        if fluency is not None:
+            values = fluency.score([ex, ex], [plain, fair])
+            scores["plain"]["checks"]["fluency"], scores["evenhand"]["checks"]["fluency"] = values
         print(_side_by_side("PLAIN (beam search)", "EVENHAND (λ4 + fair beam + rerank)"))
         print(_side_by_side("-" * 44, "-" * 44))
         print(_side_by_side(plain, fair))
         print()
-        for key, (label, higher) in DEMO_SCORES.items():
-            p, f = scores["plain"][key], scores["evenhand"][key]
-            better = "evenhand" if (f > p) == higher and f != p else ("tie" if f == p else "plain")
-            arrow = "higher" if higher else "lower"
-            print(f"  {label:34s} plain {p:7.3f}   evenhand {f:7.3f}   ({arrow} is better: {better})")
-        chosen = next(c for c in candidates if c["text"] == fair)
-        print(f"  faithfulness backend: {BACKEND}; {len(candidates)} evenhand candidates "
-              f"reranked by composite({config.scorers}; weights {config.weights}); "
-              f"kept: {chosen['recipe']}")
+        print(format_scores(composite, scores))
+        print(f"  faithfulness backend: {BACKEND}; {len(candidates)} evenhand candidates, "
+              f"kept: {candidates[kept]['recipe']}")
         rows.append({
             "id": ex.id, "plain": plain, "evenhand": fair, "scores": scores,
             "candidates": candidates, "config": dataclasses.asdict(config),
         })
+    table = table_rows(rows)
+    if len(rows) > 1:
+        print("\n== all examples\n" + format_table(table))
     if args.out:
         write_jsonl(args.out, rows)
-        print(f"\nwrote {args.out}")
+        csv_path = write_csv(_csv_path(args.out), table)
+        print(f"\nwrote {args.out} and {csv_path}")
     print(f"\ndemo wall time: {time.perf_counter() - start:.0f} s")
     return 0

@@ -186,7 +186,7 @@ def main() -> None:
         for setting in args.settings.split(","):
             summaries, seconds = run_setting(
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
-                args.batch_size, args.max_new_tokens, args.response_prefix or None,
+                args.batch_size, args.max_new_tokens, args.response_prefix,
             )
             row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, embed)}
             row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0

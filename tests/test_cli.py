@@ -84,3 +84,48 @@ def test_evaluate_accepts_registered_scorers(tmp_path, capsys):
     assert row["rouge-l-recall"] == 0.25
     assert main([*args, "--metrics", "mint,nope"]) == 2
     assert "Unknown metric 'nope'. Available: mint" in capsys.readouterr().err
+
+
+def test_demo_references_and_independent_checks():
+    from evenhand.demo import demo_examples, independent_checks, rouge_l_f1
+
+    examples = demo_examples()
+    assert all(len(ex.references) == 2 for ex in examples)
+    ex = examples[0]
+    assert rouge_l_f1(ex.references[0], ex.references) == 1.0
+    assert rouge_l_f1("anything", []) != rouge_l_f1("anything", [])  # NaN without references
+    checks = independent_checks(ex, "Reviewers like the sound but the microphone is poor.")
+    assert set(checks) == {"rouge_l_f1", "fairsumm_uer", "mint", "words"}
+    assert checks["words"] == 9.0 and 0 < checks["rouge_l_f1"] < 1
+
+
+def test_demo_table_and_csv(tmp_path):
+    import csv
+
+    from evenhand.evaluation.jsonl import write_csv
+
+    from evenhand.demo import format_scores, format_table, table_rows
+
+    def side(sel, rouge, uer):
+        return {"selection": {"alignscore": sel, "composite": sel},
+                "checks": {"rouge_l_f1": rouge, "fairsumm_uer": uer, "mint": 0.5, "words": 30.0}}
+
+    rows = [{"id": "a", "scores": {"plain": side(0.2, 0.3, 0.4), "evenhand": side(0.9, 0.35, 0.1)}},
+            {"id": "b", "scores": {"plain": side(0.5, 0.4, 0.2), "evenhand": side(0.6, 0.3, 0.2)}}]
+    table = table_rows(rows)
+    assert list(table[0]) == ["id", "composite_plain", "composite_evenhand", "rouge_l_f1_plain",
+                              "rouge_l_f1_evenhand", "fairsumm_uer_plain", "fairsumm_uer_evenhand"]
+    text = format_table(table)
+    assert "evenhand better on 1, worse on 1 of 2 sets" in text  # ROUGE-L
+    assert "evenhand better on 1, worse on 0 of 2 sets" in text  # UER, lower is better
+    path = write_csv(tmp_path / "t.csv", table)
+    assert [r["id"] for r in csv.DictReader(path.open())] == ["a", "b"]
+
+    class Composite:
+        class config:
+            names, weight_list = ["alignscore"], [2.0]
+
+    block = format_scores(Composite, rows[0]["scores"])
+    selection, checks = block.split("independent checks (not used to select)")
+    assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
+    assert "(higher is better: evenhand)" in checks and "(lower is better: evenhand)" in checks

@@ -42,3 +42,42 @@ def test_embedded_conversion_is_plain_float_safetensors():
     assert getattr(model, "hf_quantizer", None) is None  # trainable (no GGUF quantizer)
     assert next(model.parameters()).dtype == torch.float32
     assert tok.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tok.eos_token_id
+
+
+#: How a summary must not open (model chatter instead of a summary).
+PREAMBLE = r"^\s*(here'?s|here is|here are|sure|certainly|of course|title\s*:|summary\s*:|text\s*\d*\s*:|#|\*\*|\d\.)"
+
+
+def test_demo_sets_get_summaries_not_preambles():
+    """Every bundled demo set, plain beam search and one nucleus sample, default prompts."""
+    import re
+
+    import torch
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.decoding.prompting import prompt_kind
+    from evenhand.rerank.reranker import RECIPES
+
+    from evenhand.demo import demo_examples
+
+    torch.set_num_threads(1)
+    examples = demo_examples()
+    model, tok = load_generator()
+    cap = 64
+    beam = generate(model, tok, examples, GenerateConfig(max_new_tokens=cap, batch_size=12),
+                    progress=False)
+    sampled = generate(model, tok, examples, GenerateConfig(
+        max_new_tokens=cap, batch_size=12, **RECIPES["nucleus"]), progress=False)
+    for ex, *summaries in zip(examples, beam, sampled):
+        kind = prompt_kind(ex)
+        for summary in summaries:
+            assert summary.strip(), ex.id
+            assert summary.startswith(kind.response_prefix), (ex.id, summary)
+            assert not re.match(PREAMBLE, summary, re.IGNORECASE), (ex.id, summary)
+            assert kind.instruction[:40].lower() not in summary.lower(), (ex.id, summary)
+            assert "rewritten version" not in summary.lower(), (ex.id, summary)
+            n = len(tok(summary, add_special_tokens=False)["input_ids"])
+            prefix = len(tok(kind.response_prefix, add_special_tokens=False)["input_ids"])
+            assert n <= cap + prefix + 2, (ex.id, n)  # +2: re-tokenizing the joined text
+        # beam search ends on a complete sentence after the clean-up
+        assert summaries[0].rstrip().endswith((".", "!", "?", '"')), (ex.id, summaries[0])
