@@ -1,3 +1,54 @@
-"""evenhand: fair, faithful and controllably abstractive summarization."""
+"""evenhand: fair, faithful and controllably abstractive summarization.
+
+The public API, imported lazily (``import evenhand`` loads neither torch nor
+transformers)::
+
+    from evenhand import load_generator, load_examples, GenerateConfig, generate
+    from evenhand import get_scorer, Reranker, RerankConfig, mint
+
+The layers themselves are ``evenhand.evaluation``, ``evenhand.decoding``,
+``evenhand.rerank`` and ``evenhand.training``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "Example": "evenhand.evaluation.schema",
+    "Document": "evenhand.evaluation.schema",
+    "DataError": "evenhand.evaluation.schema",
+    "load_examples": "evenhand.evaluation.loaders",
+    "mint": "evenhand.evaluation.mint",
+    "fragment_scores": "evenhand.evaluation.fragments",
+    "Calibration": "evenhand.evaluation.calibration",
+    "load_generator": "evenhand.decoding.models",
+    "GenerateConfig": "evenhand.decoding.generate",
+    "generate": "evenhand.decoding.generate",
+    "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
+    "get_scorer": "evenhand.rerank.registry",
+    "available": "evenhand.rerank.registry",
+    "register": "evenhand.rerank.registry",
+    "Scorer": "evenhand.rerank.scorer",
+    "ScorerConfig": "evenhand.rerank.scorer",
+    "Reranker": "evenhand.rerank.reranker",
+    "RerankConfig": "evenhand.rerank.reranker",
+    "DPORRConfig": "evenhand.training.config",
+    "train_dpo_rr": "evenhand.training.loop",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'evenhand' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

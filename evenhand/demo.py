@@ -7,25 +7,30 @@ prints them side by side:
 - **evenhand**: candidates from fairness-aware beam search (group-coverage bonus
   α, fair beam β ∈ ``fair_beams``, FairSumm ``ratio`` target) under the nonlinear
   abstractiveness constraint λ_h, plus N candidates sampled with the paper's
-  recipes under the same processors, reranked by the composite named in
-  ``DemoConfig.scorers`` (default: faithfulness by AlignScore inference, offline
-  MiniLM fallback, and Equal Coverage fairness); the best one is kept. The LLM
-  judges are left out of the default composite: SmolLM2-135M as a judge
-  correlates negatively with the ground truth in our meta-evaluation.
+  recipes under the same processors, plus the plain summary itself, reranked by
+  the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
+  (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
+  ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal
+  Coverage, min-max normalized per set, equal weights; no candidate whose
+  fluency or calibrated coverage is below the plain summary's by more than the
+  floor's margin can win, so a fluent but empty "fair" candidate or an
+  incoherent sample cannot be kept). When nothing clears the floors and beats
+  it, the plain summary is kept and both columns agree. The LLM judges are
+  left out: SmolLM2-135M as a judge does not track the ground truth.
 
 Under each pair of summaries two blocks of scores, for both columns:
 
-- **selection scores**: the composite's components (whatever ``scorers`` names)
-  and the composite itself, min-max normalized over the evenhand candidates plus
-  the plain summary. They picked the evenhand summary, so they are no evidence
-  that it is better, and the demo never names a winner on them;
+- **selection scores**: the composite's components (whatever ``scorers`` names),
+  the composite itself (min-max normalized over the evenhand candidates, the
+  plain summary among them) and the floors' scores (``floor fluency``...). They
+  picked the evenhand summary, so they are no evidence that it is better, and
+  the demo never names a winner on them;
 - **independent checks (not used to select)**: ROUGE-L F1 against the example's
   reference summaries (best over references, stemmed), FairSumm UER (N-gram
   target, lower is fairer), MINT abstractiveness and the length in words.
 
-``--example all`` ends with one row per example (selection composite, ROUGE-L
-and UER of both columns; a ``fluency`` pair when a ``fluency`` scorer is
-registered); ``--out`` writes the full results as JSONL and that table as CSV
+``--example all`` ends with one row per example (selection composite and
+fluency floor, ROUGE-L and UER of both columns); ``--out`` writes the full results as JSONL and that table as CSV
 (same name, ``.csv``), both atomically.
 """
 
@@ -42,6 +47,7 @@ from typing import Any
 
 from evenhand.evaluation.loaders import load_jsonl
 from evenhand.evaluation.schema import DataError, Example
+from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
 
 def demo_path() -> str:
@@ -67,15 +73,22 @@ class DemoConfig:
     )
     candidates: int = field(default=2, metadata={"help": "Sampled candidates to rerank."})
     scorers: str = field(
-        default="alignscore,equal-coverage",
-        metadata={"help": "Components of the reranking composite."},
+        default=DEFAULT_SCORERS, metadata={"help": "Components of the reranking composite."},
     )
-    weights: str = field(default="2,1", metadata={"help": "Their weights."})
+    weights: str | None = field(default=None, metadata={"help": "Their weights (default: equal)."})
+    floors: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_FLOORS),
+        metadata={"help": "Scorer -> margin below the plain summary that disqualifies a candidate."},
+    )
     seed: int = field(default=0, metadata={"help": "Random seed."})
 
 
-#: How the demo's faithfulness and EC scores are computed offline.
-BACKEND = "alignscore-minilm-fallback (MiniLM cosine, no AlignScore/NLI model installed)"
+#: How the demo's model-backed scores are computed offline.
+BACKEND = (
+    "calibrated scorers fitted on the controlled summaries' dev half; lm-pmi and fluency on the "
+    "embedded SmolLM2; alignscore/equal-coverage on alignscore-minilm-fallback (MiniLM cosine, "
+    "no AlignScore/NLI model installed)"
+)
 
 #: The independent checks: key -> (label, "higher"/"lower" is better, or None: no better/worse).
 CHECKS: dict[str, tuple[str, str | None]] = {
@@ -109,12 +122,10 @@ def independent_checks(example: Example, summary: str) -> dict[str, float]:
     }
 
 
-def selection_scores(
-    example: Example, composite: Any, texts: list[str]
-) -> list[dict[str, float]]:
-    """Per text the composite's components (raw) and ``composite`` (normalized over ``texts``)."""
-    details = composite.score_details([example] * len(texts), texts)
-    return [{**d["components"], "composite": d["score"]} for d in details]
+def selection_scores(candidate: dict[str, Any]) -> dict[str, float]:
+    """A scored candidate's components (raw), ``composite`` and its floors' scores (``floor NAME``)."""
+    floors = {f"floor {name}": value for name, value in candidate.get("floors", {}).items()}
+    return {**candidate["components"], "composite": candidate["score"], **floors}
 
 
 def _pick(examples: list[Example], name: str) -> list[Example]:
@@ -128,11 +139,13 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
 
 
 def evenhand_summary(
-    model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any
+    model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
+    floor_scorers: dict[str, Any] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Fair beam + sampled candidates under the constraints, reranked; (best, candidates)."""
+    """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
+    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
     from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.rerank.reranker import RerankConfig, Reranker, select_best
+    from evenhand.rerank.reranker import RerankConfig, Reranker, score_and_select
 
     shared = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
@@ -151,10 +164,8 @@ def evenhand_summary(
         )
         for cand in reranker.candidates([example])[0]:
             candidates.append({**cand, "index": len(candidates)})
-    details = composite.score_details([example] * len(candidates), [c["text"] for c in candidates])
-    for cand, detail in zip(candidates, details):
-        cand.update(detail)
-    best = select_best([c["score"] for c in candidates])
+    candidates.append({"text": plain, "recipe": "beam", "index": len(candidates)})
+    best = score_and_select(example, candidates, composite, config.floors, floor_scorers)
     candidates[best]["kept"] = True
     return candidates[best]["text"], candidates
 
@@ -178,8 +189,8 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]
         f"{n}×{w:g}" for n, w in zip(composite.config.names, composite.config.weight_list)
     )
     lines = [
-        f"  selection scores: composite({weights}) that picked the evenhand summary; "
-        "composite min-max normalized over its candidates + plain",
+        f"  selection scores: composite({weights}) that picked the evenhand summary, min-max "
+        "normalized over its candidates (plain among them), and the floors",
         f"  {'':34s} {'plain':>8s} {'evenhand':>8s}",
     ]
     for key in scores["plain"]["selection"]:
@@ -203,12 +214,14 @@ def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         s = r["scores"]
         row: dict[str, Any] = {"id": r["id"]}
-        for key, source in (("composite", "selection"), ("rouge_l_f1", "checks"),
-                            ("fairsumm_uer", "checks"), ("fluency", "checks")):
+        for key, source, column in (("composite", "selection", "composite"),
+                                    ("floor fluency", "selection", "fluency"),
+                                    ("rouge_l_f1", "checks", "rouge_l_f1"),
+                                    ("fairsumm_uer", "checks", "fairsumm_uer")):
             if key not in s["plain"][source]:
                 continue
             for side in ("plain", "evenhand"):
-                row[f"{key}_{side}"] = s[side][source][key]
+                row[f"{column}_{side}"] = s[side][source][key]
         out.append(row)
     return out
 
@@ -233,7 +246,7 @@ def format_table(table: list[dict[str, Any]]) -> str:
         mean_f = sum(f for _, f in pairs) / len(pairs)
         lines.append(f"  {label} ({better} is better): mean plain {mean_p:.3f}, evenhand {mean_f:.3f}; "
                      f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets")
-    lines.append("  composite: the selection score (it picked the evenhand summaries), not a check")
+    lines.append("  composite and fluency: selection scores (they picked the evenhand summaries), not checks")
     return "\n".join(lines)
 
 
@@ -247,7 +260,9 @@ def run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
-    from evenhand.rerank.registry import available, get_scorer
+    from evenhand.rerank.registry import get_scorer
+    from evenhand.rerank.reranker import build_floor_scorers
+    from evenhand.rerank.scorer import share_model
 
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)
@@ -255,10 +270,10 @@ def run_demo(args: argparse.Namespace) -> int:
                         candidates=args.candidates)
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
     model, tokenizer = load_generator(args.model)
-    composite = get_scorer("composite", scorers=config.scorers, weights=config.weights)
-    fluency = None
-    if "fluency" in available():
-        fluency = composite.components.get("fluency") or get_scorer("fluency")
+    composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
+    floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
+    for scorer in (composite, *floor_scorers.values()):  # score with the loaded generator, no second copy
+        share_model(scorer, model, tokenizer, args.model)
     plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
     rows = []
     for ex in examples:
@@ -266,23 +281,21 @@ def run_demo(args: argparse.Namespace) -> int:
         counts = {g: ex.labels.count(g) for g in ex.groups}
         print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}")
         plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
-        fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite)
+        fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers)
         kept = next(i for i, c in enumerate(candidates) if c.get("kept"))
-        selection = selection_scores(ex, composite, [c["text"] for c in candidates] + [plain])
         scores = {
-            side: {"selection": selection[i], "checks": independent_checks(ex, text)}
+            side: {"selection": selection_scores(candidates[i]), "checks": independent_checks(ex, text)}
             for side, i, text in (("plain", -1, plain), ("evenhand", kept, fair))
         }
-        if fluency is not None:
-            values = fluency.score([ex, ex], [plain, fair])
-            scores["plain"]["checks"]["fluency"], scores["evenhand"]["checks"]["fluency"] = values
         print(_side_by_side("PLAIN (beam search)", "EVENHAND (λ4 + fair beam + rerank)"))
         print(_side_by_side("-" * 44, "-" * 44))
         print(_side_by_side(plain, fair))
         print()
         print(format_scores(composite, scores))
-        print(f"  faithfulness backend: {BACKEND}; {len(candidates)} evenhand candidates, "
-              f"kept: {candidates[kept]['recipe']}")
+        below = [c["recipe"] for c in candidates if not c.get("eligible", True)]
+        print(f"  backends: {BACKEND}")
+        print(f"  {len(candidates)} candidates (plain included); below a floor: "
+              f"{', '.join(below) or 'none'}; kept: {candidates[kept]['recipe']}")
         rows.append({
             "id": ex.id, "plain": plain, "evenhand": fair, "scores": scores,
             "candidates": candidates, "config": dataclasses.asdict(config),

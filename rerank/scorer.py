@@ -233,3 +233,26 @@ class Scorer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, config={self.config})"
+
+
+def share_model(scorer: Scorer, model: Any, tokenizer: Any, name: str) -> int:
+    """Let every model-backed scorer inside ``scorer`` that would load ``name`` use ``model``.
+
+    Walks ``scorer`` and its ``components`` (composite, calibrated); a scorer with
+    ``use_model`` whose ``config.model`` names the same model as ``name`` (aliases
+    resolved) gets the loaded model instead of loading its own copy. Its cache key
+    keeps the configured name. Returns how many scorers now share the model.
+    """
+    from evenhand.decoding.models import ALIASES
+
+    def same(a: str) -> bool:
+        return ALIASES.get(a, a) == ALIASES.get(name, name)
+
+    shared = 0
+    configured = getattr(scorer.config, "model", None)
+    if hasattr(scorer, "use_model") and isinstance(configured, str) and same(configured):
+        scorer.use_model(model, tokenizer, configured)
+        shared += 1
+    for component in getattr(scorer, "components", {}).values():
+        shared += share_model(component, model, tokenizer, name)
+    return shared

@@ -84,3 +84,17 @@ def test_installed_names_outside_the_repo(tmp_path: Path, code: str, ok: bool) -
         assert proc.returncode == 0, proc.stderr
     else:
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr
+
+
+def test_public_api_resolves_lazily() -> None:
+    code = (
+        "import sys, evenhand\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        "missing = [n for n in evenhand.__all__ if getattr(evenhand, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "from evenhand import get_scorer, mint\n"
+        "assert get_scorer('rouge-1-recall').score(['a b c d'], ['a b']) == [0.5]\n"
+        "import importlib; assert mint is importlib.import_module('evenhand.evaluation.mint').mint\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.schema import DataError
     from evenhand.rerank.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
+    from evenhand.rerank.scorer import share_model
 
     names = split_names(args.scorers)
     try:
@@ -75,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     examples = load_limited(args.data, args.limit)
     model, tokenizer = load_generator(args.model, device=args.device)
     floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
+    for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
+        share_model(s, model, tokenizer, args.model)
     reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
     records = reranker.rerank(examples, out=args.out, resume=args.resume)
     best = [r["best_score"] for r in records]
