@@ -116,28 +116,60 @@ def best_seconds(scorer, sources: list, outputs: list[str], repeats: int = 3) ->
     return min(times)
 
 
+def controlled_source() -> tuple[str, list[str]] | None:
+    """The first dev-half controlled source (~800 words) and 12 real summaries, or None.
+
+    The data lives in ../shared/data (or ``$EVENHAND_SHARED``); the 12 summaries are
+    the first source's own and then the next sources' (about 50 words each).
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ.get("EVENHAND_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    path = root / "data" / "perspective_metric_eval" / "controlled_summaries_dev.json"
+    if not path.is_file():
+        return None
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    summaries = [s["summary"] for e in entries for s in e["summaries"]][:12]
+    return "\n\n".join(entries[0]["source"]), summaries
+
+
 def lm_candidates_vs_one(tiny: bool) -> None:
-    """12 candidates of one source vs 1 candidate of the same source, same process."""
+    """12 candidates of one source vs 1 candidate of the same source, same process.
+
+    Two sources: a ~500-word synthetic one with ~60-word candidates, and (when the
+    shared data is there) a real ~800-word controlled-summaries source with 12 real
+    summaries, the reranker's typical case.
+    """
     from evenhand.rerank.registry import get_scorer
 
-    print(f"source {len(LONG_SOURCE.split())} words, candidates "
-          f"{min(len(c.split()) for c in CANDIDATES)}-{max(len(c.split()) for c in CANDIDATES)} words")
-    print(f"{'scorer':<14} {'1 candidate (s)':>16} {'12 candidates (s)':>18} {'ratio':>7}  (goal <= 2x)")
+    cases = [("synthetic", LONG_SOURCE, CANDIDATES)]
+    real = controlled_source()
+    if real is not None:
+        cases.append(("controlled", *real))
+    else:
+        print("(shared data absent: the controlled-summaries case is skipped)")
     shared = None
-    for name in ("lm-likelihood", "lm-pmi"):
-        scorer = get_scorer(name, progress=False, device="cpu")
-        if tiny:
-            from evenhand.decoding.models import tiny_model
+    for label, source, candidates in cases:
+        print(f"\n{label}: source {len(source.split())} words, candidates "
+              f"{min(len(c.split()) for c in candidates)}-{max(len(c.split()) for c in candidates)} words; "
+              "baseline: 1 candidate of the same source, same process")
+        print(f"{'scorer':<14} {'1 candidate (s)':>16} {'12 candidates (s)':>18} {'ratio':>7}  (goal <= 2x)")
+        for name in ("lm-likelihood", "lm-pmi"):
+            scorer = get_scorer(name, progress=False, device="cpu")
+            if tiny:
+                from evenhand.decoding.models import tiny_model
 
-            shared = shared or tiny_model("causal", seed=0)
-            scorer.use_model(*shared, "tiny-llama")
-        elif shared is not None:
-            scorer.use_model(*shared, scorer.config.model)
-        scorer.score([LONG_SOURCE], [CANDIDATES[0]])  # warm-up: load the model
-        shared = (scorer._model, scorer._tokenizer)
-        one = best_seconds(scorer, [LONG_SOURCE], CANDIDATES[:1])
-        twelve = best_seconds(scorer, [LONG_SOURCE] * len(CANDIDATES), CANDIDATES)
-        print(f"{name:<14} {one:>16.2f} {twelve:>18.2f} {twelve / one:>6.2f}x")
+                shared = shared or tiny_model("causal", seed=0)
+                scorer.use_model(*shared, "tiny-llama")
+            elif shared is not None:
+                scorer.use_model(*shared, scorer.config.model)
+            scorer.score([source], [candidates[0]])  # warm-up: load the model
+            shared = (scorer._model, scorer._tokenizer)
+            one = best_seconds(scorer, [source], candidates[:1])
+            twelve = best_seconds(scorer, [source] * len(candidates), candidates)
+            print(f"{name:<14} {one:>16.2f} {twelve:>18.2f} {twelve / one:>6.2f}x")
 
 
 def throughput(scorer, batch_size: int) -> float:
