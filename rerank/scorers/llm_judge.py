@@ -243,32 +243,15 @@ class LlmJudge(Scorer):
     def next_token_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """P(next token) after prefix + each suffix: the prefix runs once, its KV cache is shared.
 
-        Suffixes are left-padded after the prefix; the attention mask hides the
-        padding and position ids continue the prefix, so every row equals an
-        unpadded forward pass of its own prompt.
+        Suffixes are left-padded after the prefix (``rerank.lm_prefix.logits_after_prefix``);
+        every row equals an unpadded forward pass of its own prompt.
         """
-        import torch
+        from evenhand.rerank.lm_prefix import logits_after_prefix
 
         model, tok = self._load()
-        device = next(model.parameters()).device
-        k, width = len(suffixes), max(map(len, suffixes))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((k, width), pad, dtype=torch.long)
-        mask = torch.zeros((k, width), dtype=torch.long)
-        for row, suffix in enumerate(suffixes):
-            ids[row, width - len(suffix) :] = torch.tensor(suffix)
-            mask[row, width - len(suffix) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        with torch.no_grad():
-            cache = model(input_ids=torch.tensor([prefix], device=device), use_cache=True).past_key_values
-            cache.batch_repeat_interleave(k)
-            full_mask = torch.cat([torch.ones((k, len(prefix)), dtype=torch.long, device=device), mask], 1)
-            positions = len(prefix) + (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = model(
-                input_ids=ids, attention_mask=full_mask, position_ids=positions,
-                past_key_values=cache, use_cache=True, logits_to_keep=1,
-            ).logits[:, -1, :]
-        return logits.float().softmax(dim=-1)
+        _, logits = logits_after_prefix(model, prefix, suffixes, pad_left=True, pad_id=pad, logits_to_keep=1)
+        return logits[:, -1, :].float().softmax(dim=-1)
 
     def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
         digit_probs = self.next_token_probs(prefix, suffixes)[:, self.digit_ids()].cpu()
