@@ -5,13 +5,15 @@ LLM judges) run the prompt prefix through the model once and reuse its KV cache,
 repeated per continuation, for one forward of all continuations: padded (left or
 right), with an attention mask hiding the padding and position ids continuing the
 prefix, so every row equals an unpadded forward of its own prefix + continuation
-(to float rounding).
+(to float rounding). ``LmBackedScorer`` holds the model such scorers read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from evenhand.rerank.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(
@@ -123,3 +125,32 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
         picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
     picked = picked.cpu()
     return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
+
+
+class LmBackedScorer(Scorer):
+    """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
+
+    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields.
+    """
+
+    def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._model_name = self.config.model
+
+    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
+        """Score with an already loaded model (``name`` keys the cache); returns self."""
+        self._model, self._tokenizer, self._model_name = model, tokenizer, name
+        return self
+
+    @property
+    def model_id(self) -> str:
+        return self._model_name
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from evenhand.decoding.models import load_generator
+
+            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
+        return self._model, self._tokenizer

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.evaluation.schema import Example
+from evenhand.rerank.lm_prefix import LmBackedScorer
 from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.scorer import ScorerConfig
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -136,34 +137,12 @@ class JudgeConfig(ScorerConfig):
             raise ValueError(f"`max_prompt_tokens` must be an int >= 64, got {self.max_prompt_tokens}")
 
 
-class LlmJudge(Scorer):
+class LlmJudge(LmBackedScorer):
     """A 1-5 rubric judge; subclasses set ``template``."""
 
     Config = JudgeConfig
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
-
-    def __init__(self, config: JudgeConfig | None = None, cache_dir: Any = None) -> None:
-        super().__init__(config, cache_dir)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._model_name = self.config.model
-
-    def use_model(self, model: Any, tokenizer: Any, name: str) -> LlmJudge:
-        """Judge with an already loaded model (``name`` keys the cache); returns self."""
-        self._model, self._tokenizer, self._model_name = model, tokenizer, name
-        return self
-
-    @property
-    def model_id(self) -> str:
-        return self._model_name
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from evenhand.decoding.models import load_generator
-
-            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
-        return self._model, self._tokenizer
 
     def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.

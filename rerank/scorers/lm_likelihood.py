@@ -69,9 +69,9 @@ from typing import Any
 
 from evenhand.decoding.prompting import DEFAULT_SYSTEM
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import continuation_logprobs
+from evenhand.rerank.lm_prefix import LmBackedScorer, continuation_logprobs
 from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.scorer import ScorerConfig
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
@@ -166,7 +166,7 @@ class LmConfig(ScorerConfig):
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
 
 
-class LmScorer(Scorer):
+class LmScorer(LmBackedScorer):
     """Shared machinery of the LM scorers: prompts, chunking, KV-reusing log-probs.
 
     Subclasses combine ``conditional`` (with the source) and ``unconditional``
@@ -175,28 +175,6 @@ class LmScorer(Scorer):
 
     Config = LmConfig
     detail_fields = ("n_tokens", "model", "empty")
-
-    def __init__(self, config: LmConfig | None = None, cache_dir: Any = None) -> None:
-        super().__init__(config, cache_dir)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._model_name = self.config.model
-
-    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmScorer:
-        """Score with an already loaded model (``name`` keys the cache); returns self."""
-        self._model, self._tokenizer, self._model_name = model, tokenizer, name
-        return self
-
-    @property
-    def model_id(self) -> str:
-        return self._model_name
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from evenhand.decoding.models import load_generator
-
-            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
-        return self._model, self._tokenizer
 
     @property
     def _seq2seq(self) -> bool:
