@@ -120,22 +120,25 @@ def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], li
     return _spacy_source(example.source_text(SOURCE_SEPARATOR)), tokens
 
 
-def _mint_row(s: Any) -> Row:
-    return {
-        "mint": s.mint,
-        "mint_p1": s.p1,
-        "mint_p2": s.p2,
-        "mint_p3": s.p3,
-        "mint_p4": s.p4,
-        "mint_lcsr": s.lcsr,
-    }
+def _named_row(columns: Sequence[str], scores: Any) -> Row:
+    """A score dataclass's fields, in order, under the report's column names."""
+    from dataclasses import astuple
+
+    values = astuple(scores)
+    if len(values) != len(columns):
+        raise ValueError(f"{type(scores).__name__} has {len(values)} fields, expected {len(columns)}: {columns}")
+    return dict(zip(columns, values))
+
+
+#: MintScore's fields in order (mint, p1..p4, lcsr) as report columns.
+MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
 
 
 def _score_mint(example: Example, summary: str) -> Row:
     from evenhand.evaluation.mint import mint_tokens
 
     source, tokens = _summary_tokens(example, summary)
-    return _mint_row(mint_tokens(source, tokens))
+    return _named_row(MINT_COLUMNS, mint_tokens(source, tokens))
 
 
 @lru_cache(maxsize=1)
@@ -155,10 +158,9 @@ def _corpus_for(examples: Sequence[Example], summaries: Sequence[str]) -> Any:
 
 
 def _score_mint_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_mint_row(s) for s in _corpus_for(examples, summaries).mint()]
+    return [_named_row(MINT_COLUMNS, s) for s in _corpus_for(examples, summaries).mint()]
 
 
-MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
 register(
     Metric(
         "mint",
@@ -170,29 +172,7 @@ register(
 )
 
 
-def _score_fragments(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fragments import fragment_scores_tokens
-
-    source, tokens = _summary_tokens(example, summary)
-    return _fragments_row(fragment_scores_tokens(source, tokens))
-
-
-def _score_fragments_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_fragments_row(f) for f in _corpus_for(examples, summaries).fragments()]
-
-
-def _fragments_row(f: Any) -> Row:
-    return {
-        "frag_coverage": f.coverage,
-        "frag_density": f.density,
-        "frag_compression": f.compression,
-        "novel_1": f.novel_1,
-        "novel_2": f.novel_2,
-        "novel_3": f.novel_3,
-        "novel_4": f.novel_4,
-    }
-
-
+#: FragmentScores' fields in order as report columns.
 FRAGMENT_COLUMNS = (
     "frag_coverage",
     "frag_density",
@@ -202,6 +182,19 @@ FRAGMENT_COLUMNS = (
     "novel_3",
     "novel_4",
 )
+
+
+def _score_fragments(example: Example, summary: str) -> Row:
+    from evenhand.evaluation.fragments import fragment_scores_tokens
+
+    source, tokens = _summary_tokens(example, summary)
+    return _named_row(FRAGMENT_COLUMNS, fragment_scores_tokens(source, tokens))
+
+
+def _score_fragments_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
+    return [_named_row(FRAGMENT_COLUMNS, f) for f in _corpus_for(examples, summaries).fragments()]
+
+
 register(
     Metric(
         "fragments",
