@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 
 Row = dict[str, Any]
@@ -87,9 +88,7 @@ def get_metric(name: str) -> Metric:
 
 def resolve_metrics(names: str | Iterable[str]) -> list[Metric]:
     """Metrics from a comma-separated string or a list of names (duplicates removed, order kept)."""
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",")]
-    names = [n for n in dict.fromkeys(names) if n]
+    names = list(dict.fromkeys(split_list(names, "metrics", empty_ok=True)))
     if not names:
         raise UnknownMetricError(f"no metric given. Available: {', '.join(sorted(METRICS))}")
     return [get_metric(n) for n in names]

@@ -172,6 +172,7 @@ def main() -> None:
 
     import torch
     from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
 
     # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
@@ -181,9 +182,9 @@ def main() -> None:
     model, tok = load_generator(device="cpu")
     embed = MiniLM()
     results: dict[str, dict[str, Any]] = {}
-    for name in args.datasets.split(","):
+    for name in split_list(args.datasets, "--datasets"):
         examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
-        for setting in args.settings.split(","):
+        for setting in split_list(args.settings, "--settings"):
             summaries, seconds = run_setting(
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
                 args.batch_size, args.max_new_tokens, args.response_prefix or None,

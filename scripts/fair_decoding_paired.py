@@ -31,12 +31,13 @@ def main() -> None:
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
     from fair_decoding_eval import DATA, MiniLM, score
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}
-    settings = [args.baseline, *args.settings.split(",")]
+    settings = [args.baseline, *split_list(args.settings, "--settings")]
     rows = {s: {r["id"]: r["summary"] for r in map(json.loads, (out / f"{args.data}_{s}.jsonl").open())}
             for s in settings}
     ids = [i for i in rows[args.baseline] if all(i in rows[s] for s in settings)]

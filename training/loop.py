@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.config import DPORRConfig
 
@@ -178,7 +179,7 @@ class _Run:
         self.device = c.device or ("cpu" if self.state.device.type == "cpu" else str(self.state.device))
         self.out = Path(c.out_dir)
         if scorers is not None:
-            ws = None if c.weights is None else [float(w) for w in c.weights.split(",") if w.strip()]
+            ws = None if c.weights is None else [float(w) for w in split_list(c.weights, "weights", empty_ok=True)]
             self.scoring = Scoring(scorers, ws, c.normalize, c.score_source)
         else:
             self.scoring = registry_scoring(c.scorer_names, c.weights, c.normalize, c.score_source)

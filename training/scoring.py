@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Document, Example
 
 SCORE_SOURCES = ("documents", "target")
@@ -113,5 +114,5 @@ def registry_scoring(
     from evenhand.rerank.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
-    ws = None if weights is None else [float(w) for w in str(weights).split(",") if w.strip()]
+    ws = None if weights is None else [float(w) for w in split_list(weights, "weights", empty_ok=True)]
     return Scoring(components, ws, normalize, source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 
 
@@ -40,7 +41,7 @@ def build_scorer(name: str, options: dict[str, Any] | None = None) -> Any:
 
 def reranking_scorer(scorers: str | None) -> Any:
     """One scorer from the ``scorers`` setting: a single name, or several joined by ``composite``."""
-    names = [n.strip() for n in (scorers or "").split(",") if n.strip()]
+    names = split_list(scorers, "scorers", empty_ok=True)
     if not names:
         raise DataError("a reranking cell (`candidates` > 1) needs `scorers`, e.g. 'llm-coverage,alignscore'")
     if len(names) == 1:

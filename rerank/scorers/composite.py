@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.rerank.registry import register
 from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
@@ -44,15 +45,6 @@ def normalize(values: Sequence[float], method: str = "minmax") -> list[float]:
     return [0.0] * len(xs) if std == 0 else [(x - mean) / std for x in xs]
 
 
-def parse_list(text: str | Sequence[Any], what: str) -> list[str]:
-    """Split a comma-separated option (or pass a list through), dropping blanks."""
-    items = text.split(",") if isinstance(text, str) else [str(t) for t in text]
-    items = [t.strip() for t in items if t.strip()]
-    if not items:
-        raise ValueError(f"`{what}` is empty; give at least one name")
-    return items
-
-
 @dataclass
 class CompositeConfig(ScorerConfig):
     """Settings of the ``composite`` scorer."""
@@ -72,14 +64,14 @@ class CompositeConfig(ScorerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        names = parse_list(self.scorers, "scorers")
+        names = split_list(self.scorers, "scorers")
         if "composite" in names:
             raise ValueError("`scorers` cannot include 'composite' itself")
         if len(set(names)) != len(names):
             raise ValueError(f"`scorers` lists a name twice: {names}")
         if self.weights is not None:
             try:
-                ws = [float(w) for w in parse_list(self.weights, "weights")]
+                ws = [float(w) for w in split_list(self.weights, "weights")]
             except ValueError:
                 raise ValueError(f"`weights` must be comma-separated numbers, got {self.weights!r}") from None
             if len(ws) != len(names):
@@ -98,14 +90,14 @@ class CompositeConfig(ScorerConfig):
     @property
     def names(self) -> list[str]:
         """The component scorer names."""
-        return parse_list(self.scorers, "scorers")
+        return split_list(self.scorers, "scorers")
 
     @property
     def weight_list(self) -> list[float]:
         """One weight per component (equal when not given)."""
         if self.weights is None:
             return [1.0] * len(self.names)
-        return [float(w) for w in parse_list(self.weights, "weights")]
+        return [float(w) for w in split_list(self.weights, "weights")]
 
 
 @register("composite")
