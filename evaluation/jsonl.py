@@ -1,13 +1,14 @@
-"""JSONL reading and writing: atomic whole-file writes and resumable appends.
+"""Result files: JSONL reading, atomic whole-file writes (JSONL, JSON, CSV), resumable appends.
 
-``write_jsonl`` writes a temporary file and renames it over the target, so a
-reader never sees half a file. ``ResumableJsonl`` appends one record per line,
+``atomic_open`` (and ``write_jsonl``, ``write_json``, ``write_csv`` on it) writes a
+temporary file and renames it over the target, so a reader never sees half a file. ``ResumableJsonl`` appends one record per line,
 flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
 a half-written last line left by a kill, and reports which keys are done.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import tempfile
@@ -40,18 +41,18 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def atomic_open(path: str | Path) -> Iterator[TextIO]:
+def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[TextIO]:
     """A text file handle whose content replaces ``path`` only when the block ends without error.
 
     The data goes to a temporary file beside ``path`` (flushed and fsync'ed), then
     renamed over it; on an exception the temporary file is removed and ``path``
-    keeps its old content.
+    keeps its old content. ``newline`` is ``open``'s (``""`` for the csv module).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -73,6 +74,20 @@ def write_json(path: str | Path, data: Any) -> Path:
     """Write one JSON document to ``path`` atomically, indented for people to read."""
     with atomic_open(path) as f:
         f.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return Path(path)
+
+
+def write_csv(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` as CSV atomically: a header with every key in first-seen order, then the rows.
+
+    A row without some column leaves its cell empty.
+    """
+    rows = list(rows)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with atomic_open(path, newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
     return Path(path)
 
 

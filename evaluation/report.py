@@ -26,8 +26,6 @@ and the metrics' columns), ``runs/x.corpus.jsonl`` and ``runs/x.corpus.csv``
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from evenhand.evaluation.jsonl import write_csv, write_jsonl
 from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 
@@ -415,14 +414,8 @@ def table_paths(out: str | Path) -> dict[str, Path]:
 
 
 def _write(rows: list[Row], jsonl: Path, csv_path: Path) -> None:
-    with jsonl.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    with csv_path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_jsonl(jsonl, rows)
+    write_csv(csv_path, rows)
 
 
 def write_tables(report: EvaluationReport, out: str | Path) -> dict[str, Path]:

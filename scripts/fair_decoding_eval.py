@@ -137,19 +137,14 @@ def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str,
 
 
 def write_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
-    """One row per data/setting, written to a temporary file and renamed (atomic)."""
-    import csv
-    import os
+    """One row per data/setting, written atomically."""
+    from evenhand.evaluation.jsonl import write_csv as write_rows
 
-    fields = ["data", "setting", *next(iter(results.values()))]
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for key, row in results.items():
-            data, setting = key.split("/", 1)
-            writer.writerow({"data": data, "setting": setting, **row})
-    os.replace(tmp, path)
+    rows = []
+    for key, row in results.items():
+        data, setting = key.split("/", 1)
+        rows.append({"data": data, "setting": setting, **row})
+    write_rows(path, rows)
 
 
 def main() -> None:

@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.jsonl import write_json
 from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.config import DPORRConfig
@@ -113,16 +114,6 @@ def finished_iterations(out_dir: str | Path) -> list[int]:
         if path.name.startswith(ITER_PREFIX) and suffix.isdigit() and (path / SUMMARY).is_file():
             done.append(int(suffix))
     return sorted(done)
-
-
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def check_resumable(out_dir: Path, config: DPORRConfig) -> None:
