@@ -31,6 +31,7 @@ def main() -> None:
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from evenhand.evaluation.bootstrap import percentile_interval
     from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
     from fair_decoding_eval import DATA, MiniLM, score
@@ -56,7 +57,7 @@ def main() -> None:
             ok = ~np.isnan(diff)
             d = diff[ok]
             boot = np.nanmean(np.where(ok[draws], diff[draws], np.nan), axis=1)
-            lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+            lo, hi = percentile_interval(boot, 0.95, ignore_nan=True)
             better = np.mean(d > 0) if m == "rougeL" else np.mean(d < 0)
             print(f"  {s:<14} {m:<10} {d.mean():+.4f} [{lo:+.4f}, {hi:+.4f}]  better on {better:.0%}")
 
