@@ -208,14 +208,13 @@ register(
 def _group_profile(
     groups: tuple[tuple[str, str], ...],
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from evenhand.evaluation.text import fairsumm_tokens
+    from evenhand.evaluation.fairsumm import group_profile
 
-    tokens = {g: fairsumm_tokens(text) if text else [] for g, text in groups}
-    return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
+    return group_profile(dict(groups))
 
 
 def _score_fairsumm(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fairsumm import auc, sample_fairness
+    from evenhand.evaluation.fairsumm import auc, ngram_target, sample_fairness
     from evenhand.evaluation.text import fairsumm_tokens
 
     missing = [i for i, d in enumerate(example.documents) if d.group is None]
@@ -233,8 +232,7 @@ def _score_fairsumm(example: Example, summary: str) -> Row:
     counts, vocab = _group_profile(tuple(groups.items()))
     if sum(counts.values()) == 0:
         raise DataError(f"example {example.id!r}: the documents have no content words for fairsumm")
-    words = fairsumm_tokens(summary)
-    target = {g: sum(w in v for w in words) for g, v in vocab.items()}
+    target = ngram_target(vocab, fairsumm_tokens(summary))
     result = sample_fairness(counts, target)
     return {
         "fairsumm_uer": result.uer,
