@@ -12,7 +12,9 @@ Objective of a hypothesis y with n tokens (λ = ``length_penalty``, β = ``beta`
     J(y) = log p(y) / n^λ + β · F(y),     F(y) = −UER(q(y), t) = −(1/|G|) Σ_g max(0, t_g − q_g)
 
 with t the target group distribution and q the group distribution of y's
-content tokens (:mod:`evenhand.decoding.group_coverage`). Each step:
+content tokens (:mod:`evenhand.decoding.group_coverage`). UER is FairSumm's,
+``evenhand.evaluation.fairsumm.unfair_error_rate(t, q, present)``: the decoder's
+target t plays the metric's source share s_v, and q the metric's summary share t_v. Each step:
 
 1. the P = ``pool`` × 2k best continuations by log-probability are taken (plain
    beam search takes 2k);
@@ -41,9 +43,9 @@ from evenhand.decoding.group_coverage import (
     group_counts,
     observed_shares,
     smoothed_shares,
-    unfair_error_rate,
 )
 from evenhand.decoding.group_vocab import GroupTables
+from evenhand.evaluation.fairsumm import unfair_error_rate
 
 
 @dataclass(frozen=True)
@@ -227,13 +229,13 @@ def fair_beam_search(
             counts = group_counts(member, generated).view(batch_size, pool, -1)
             partial = smoothed_shares(counts, target, fair_beam.prior)
             scale = beta * (cur_len + 1 - decoder_prompt_len) ** length_penalty
-            rank = pool_lp - scale * unfair_error_rate(partial, target, present)
+            rank = pool_lp - scale * unfair_error_rate(target, partial, present)
             order = torch.sort(rank, dim=1, descending=True, stable=True).indices
             pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial = (
                 model._gather_beams(t, order) for t in (pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial)
             )
             observed = observed_shares(counts, present)
-            finish_scores = pool_lp - scale * unfair_error_rate(observed, target, present)
+            finish_scores = pool_lp - scale * unfair_error_rate(target, observed, present)
 
         hits = stopping_criteria(model._flatten_beam_dim(pool_seqs[:, :, : cur_len + 1]), None)
         hits = model._unflatten_beam_dim(hits, batch_size, pool)

@@ -68,12 +68,6 @@ def relative_deficit(shares: Any, target: Any, tau: float = DEFAULT_TAU) -> Any:
     return torch.where(threshold > 0, deficit, torch.zeros_like(deficit))
 
 
-def unfair_error_rate(shares: Any, target: Any, present: Any) -> Any:
-    """UER = (1/|G|) Σ_g max(0, t_g − q_g) over the present groups (FairSumm)."""
-    gap = (target - shares).clamp(min=0) * present
-    return gap.sum(dim=-1) / present.sum(dim=-1).clamp(min=1)
-
-
 class GroupCoverageProcessor(LogitsProcessor):
     """Add α·Σ_g u_g·S[g, v] to the scores of tokens of under-represented groups.
 

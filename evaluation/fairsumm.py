@@ -43,9 +43,9 @@ at least two represented values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 from evenhand.evaluation.text import fairsumm_tokens
@@ -128,6 +128,29 @@ def _check_unit(name: str, value: float) -> None:
         raise ValueError(f"`{name}` must be a float in [0, 1], got {value!r}")
 
 
+def uer_terms(source_share: Any, summary_share: Any) -> Any:
+    """max(0, s_v − t_v) per value: how far the summary's share t_v falls short of the source's s_v.
+
+    The one UER core: numpy arrays here, torch tensors in the decoders
+    (``evenhand.decoding.fair_beam``), elementwise.
+
+    >>> uer_terms(np.array([0.6, 0.4]), np.array([0.75, 0.25])).tolist()
+    [0.0, 0.15000000000000002]
+    """
+    return (source_share - summary_share).clip(min=0)
+
+
+def unfair_error_rate(source_share: Any, summary_share: Any, present: Any = None) -> Any:
+    """UER = (1/|V|) Σ_v max(0, s_v − t_v) along the last axis, over the ``present`` values (0/1 mask).
+
+    Numpy arrays or torch tensors; without ``present`` every value counts.
+    """
+    terms = uer_terms(source_share, summary_share)
+    if present is None:
+        return terms.mean(-1)
+    return (terms * present).sum(-1) / present.sum(-1).clip(min=1)
+
+
 def kept_values(source: np.ndarray, cutoff: float = 1.0) -> np.ndarray:
     """Indices kept by the long-tail cutoff, by descending source count (ties: input order)."""
     _check_unit("cutoff", cutoff)
@@ -181,7 +204,7 @@ def sample_fairness(
     s_k = s_k / s_k.sum() if s_k.sum() > 0 else np.full(len(kept), 1.0 / len(kept))
     t_tot = t[kept].sum()
     t_k = t[kept] / t_tot if t_tot else np.full(len(kept), 1.0 / len(kept))
-    terms = np.maximum(0.0, s_k - t_k)
+    terms = uer_terms(s_k, t_k)
     return SampleFairness(
         uer=float(terms.mean()),
         unfair=bool((t_k <= s_k * tau).any()),
@@ -247,16 +270,25 @@ def corpus_fairness(samples: Sequence[SampleFairness]) -> CorpusFairness:
     )
 
 
+def group_profile(group_texts: Mapping[str, str]) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
+    """Per value, its FairSumm content-token count (every occurrence) and its content-token set."""
+    tokens = {g: fairsumm_tokens(text) if text else [] for g, text in group_texts.items()}
+    return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
+
+
 def source_counts(group_texts: Mapping[str, str]) -> dict[str, int]:
     """Per value, the number of FairSumm content tokens (every occurrence) in its documents."""
-    return {g: len(fairsumm_tokens(text)) if text else 0 for g, text in group_texts.items()}
+    return group_profile(group_texts)[0]
+
+
+def ngram_target(vocab: Mapping[str, Collection[str]], summary_tokens: Sequence[str]) -> dict[str, int]:
+    """N-gram matching target from each value's content-token set and the summary's content tokens."""
+    return {g: sum(tok in words for tok in summary_tokens) for g, words in vocab.items()}
 
 
 def ngram_target_counts(group_texts: Mapping[str, str], summary: str) -> dict[str, int]:
     """N-gram matching target: each summary content token adds 1 to every value containing it."""
-    vocab = {g: set(fairsumm_tokens(text)) if text else set() for g, text in group_texts.items()}
-    tokens = fairsumm_tokens(summary)
-    return {g: sum(tok in words for tok in tokens) for g, words in vocab.items()}
+    return ngram_target(group_profile(group_texts)[1], fairsumm_tokens(summary))
 
 
 def similarity_target(

@@ -1,7 +1,8 @@
-"""JSONL reading and writing: atomic whole-file writes and resumable appends.
+"""Result files: JSONL reading, atomic whole-file writes (JSONL, JSON, CSV), resumable appends.
 
-``write_jsonl`` (and ``write_csv``, for the tables next to a JSONL file) writes
-a temporary file and renames it over the target, so a reader never sees half a file. ``ResumableJsonl`` appends one record per line,
+``atomic_open`` (and ``write_jsonl``, ``write_json``, ``write_csv`` on it) writes a
+temporary file and renames it over the target, so a reader never sees half a file.
+``ResumableJsonl`` appends one record per line,
 flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
 a half-written last line left by a kill, and reports which keys are done.
 """
@@ -80,7 +81,10 @@ def write_json(path: str | Path, data: Any) -> Path:
 def write_csv(
     path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
 ) -> Path:
-    """Write ``rows`` as CSV atomically; columns default to every key, in first-seen order."""
+    """Write ``rows`` as CSV atomically; columns default to every key, in first-seen order.
+
+    A row without some column leaves its cell empty.
+    """
     columns = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
     with atomic_open(path, newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)

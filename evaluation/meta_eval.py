@@ -140,6 +140,7 @@ def meta_evaluate(
 ) -> dict[str, Correlation]:
     """Spearman ρ and winrate of ``scores`` against ``truth`` with source-bootstrap intervals."""
     import numpy as np
+    from evenhand.evaluation.bootstrap import percentile_interval
 
     m, t, src = np.asarray(scores, float), np.asarray(truth, float), np.asarray(source_index)
     if not (len(m) == len(t) == len(src)):
@@ -157,11 +158,7 @@ def meta_evaluate(
             boot.append(_stats(m[rows], t[rows], labels))
         except ValueError:
             continue  # a draw without a usable pair
-    tail = (1 - confidence) / 2 * 100
-    arr = np.asarray(boot, float)
-    with np.errstate(all="ignore"):
-        lo = np.nanpercentile(arr, tail, axis=0) if len(arr) else [float("nan")] * 2
-        hi = np.nanpercentile(arr, 100 - tail, axis=0) if len(arr) else [float("nan")] * 2
+    lo, hi = percentile_interval(np.asarray(boot, float).reshape(-1, 2), confidence, ignore_nan=True)
     return {
         "spearman": Correlation(float(rho), float(lo[0]), float(hi[0])),
         "winrate": Correlation(float(win), float(lo[1]), float(hi[1])),

@@ -19,6 +19,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from evenhand.evaluation.bootstrap import percentile_interval
 from numpy.typing import ArrayLike
 
 
@@ -104,8 +105,7 @@ def bradley_terry(
     multiplicity = rng.multinomial(n_docs, np.full(n_docs, 1.0 / n_docs), size=n_bootstrap)
     boot_wins = (multiplicity @ w.reshape(n_docs, -1)).reshape(n_bootstrap, n_sys, n_sys)
     boot = np.array([fit_bradley_terry(bw) for bw in boot_wins]) if n_bootstrap else theta[None]
-    tail = (1 - confidence) / 2 * 100
-    lower, upper = np.percentile(boot, [tail, 100 - tail], axis=0)
+    lower, upper = percentile_interval(boot, confidence)
     return BradleyTerry(
         names, tuple(map(float, theta)), tuple(map(float, lower)), tuple(map(float, upper))
     )

@@ -26,8 +26,6 @@ and the metrics' columns), ``runs/x.corpus.jsonl`` and ``runs/x.corpus.csv``
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from evenhand.evaluation.jsonl import write_csv, write_jsonl
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 
 Row = dict[str, Any]
@@ -87,9 +87,7 @@ def get_metric(name: str) -> Metric:
 
 def resolve_metrics(names: str | Iterable[str]) -> list[Metric]:
     """Metrics from a comma-separated string or a list of names (duplicates removed, order kept)."""
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",")]
-    names = [n for n in dict.fromkeys(names) if n]
+    names = list(dict.fromkeys(split_list(names, "metrics", empty_ok=True)))
     if not names:
         raise UnknownMetricError(f"no metric given. Available: {', '.join(sorted(METRICS))}")
     return [get_metric(n) for n in names]
@@ -120,22 +118,25 @@ def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], li
     return _spacy_source(example.source_text(SOURCE_SEPARATOR)), tokens
 
 
-def _mint_row(s: Any) -> Row:
-    return {
-        "mint": s.mint,
-        "mint_p1": s.p1,
-        "mint_p2": s.p2,
-        "mint_p3": s.p3,
-        "mint_p4": s.p4,
-        "mint_lcsr": s.lcsr,
-    }
+def _named_row(columns: Sequence[str], scores: Any) -> Row:
+    """A score dataclass's fields, in order, under the report's column names."""
+    from dataclasses import astuple
+
+    values = astuple(scores)
+    if len(values) != len(columns):
+        raise ValueError(f"{type(scores).__name__} has {len(values)} fields, expected {len(columns)}: {columns}")
+    return dict(zip(columns, values))
+
+
+#: MintScore's fields in order (mint, p1..p4, lcsr) as report columns.
+MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
 
 
 def _score_mint(example: Example, summary: str) -> Row:
     from evenhand.evaluation.mint import mint_tokens
 
     source, tokens = _summary_tokens(example, summary)
-    return _mint_row(mint_tokens(source, tokens))
+    return _named_row(MINT_COLUMNS, mint_tokens(source, tokens))
 
 
 @lru_cache(maxsize=1)
@@ -155,10 +156,9 @@ def _corpus_for(examples: Sequence[Example], summaries: Sequence[str]) -> Any:
 
 
 def _score_mint_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_mint_row(s) for s in _corpus_for(examples, summaries).mint()]
+    return [_named_row(MINT_COLUMNS, s) for s in _corpus_for(examples, summaries).mint()]
 
 
-MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
 register(
     Metric(
         "mint",
@@ -170,29 +170,7 @@ register(
 )
 
 
-def _score_fragments(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fragments import fragment_scores_tokens
-
-    source, tokens = _summary_tokens(example, summary)
-    return _fragments_row(fragment_scores_tokens(source, tokens))
-
-
-def _score_fragments_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_fragments_row(f) for f in _corpus_for(examples, summaries).fragments()]
-
-
-def _fragments_row(f: Any) -> Row:
-    return {
-        "frag_coverage": f.coverage,
-        "frag_density": f.density,
-        "frag_compression": f.compression,
-        "novel_1": f.novel_1,
-        "novel_2": f.novel_2,
-        "novel_3": f.novel_3,
-        "novel_4": f.novel_4,
-    }
-
-
+#: FragmentScores' fields in order as report columns.
 FRAGMENT_COLUMNS = (
     "frag_coverage",
     "frag_density",
@@ -202,6 +180,19 @@ FRAGMENT_COLUMNS = (
     "novel_3",
     "novel_4",
 )
+
+
+def _score_fragments(example: Example, summary: str) -> Row:
+    from evenhand.evaluation.fragments import fragment_scores_tokens
+
+    source, tokens = _summary_tokens(example, summary)
+    return _named_row(FRAGMENT_COLUMNS, fragment_scores_tokens(source, tokens))
+
+
+def _score_fragments_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
+    return [_named_row(FRAGMENT_COLUMNS, f) for f in _corpus_for(examples, summaries).fragments()]
+
+
 register(
     Metric(
         "fragments",
@@ -217,14 +208,13 @@ register(
 def _group_profile(
     groups: tuple[tuple[str, str], ...],
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from evenhand.evaluation.text import fairsumm_tokens
+    from evenhand.evaluation.fairsumm import group_profile
 
-    tokens = {g: fairsumm_tokens(text) if text else [] for g, text in groups}
-    return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
+    return group_profile(dict(groups))
 
 
 def _score_fairsumm(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fairsumm import auc, sample_fairness
+    from evenhand.evaluation.fairsumm import auc, ngram_target, sample_fairness
     from evenhand.evaluation.text import fairsumm_tokens
 
     missing = [i for i, d in enumerate(example.documents) if d.group is None]
@@ -242,8 +232,7 @@ def _score_fairsumm(example: Example, summary: str) -> Row:
     counts, vocab = _group_profile(tuple(groups.items()))
     if sum(counts.values()) == 0:
         raise DataError(f"example {example.id!r}: the documents have no content words for fairsumm")
-    words = fairsumm_tokens(summary)
-    target = {g: sum(w in v for w in words) for g, v in vocab.items()}
+    target = ngram_target(vocab, fairsumm_tokens(summary))
     result = sample_fairness(counts, target)
     return {
         "fairsumm_uer": result.uer,
@@ -423,14 +412,8 @@ def table_paths(out: str | Path) -> dict[str, Path]:
 
 
 def _write(rows: list[Row], jsonl: Path, csv_path: Path) -> None:
-    with jsonl.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    with csv_path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_jsonl(jsonl, rows)
+    write_csv(csv_path, rows)
 
 
 def write_tables(report: EvaluationReport, out: str | Path) -> dict[str, Path]:

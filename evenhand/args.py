@@ -50,23 +50,31 @@ def add_dataclass_arguments(
 
 
 def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
-    """Instantiate ``cls`` from the options set on the command line, plus ``extra``."""
+    """Instantiate ``cls`` from the options set on the command line, plus ``extra``.
+
+    A ``ValueError`` of the config (a bad or contradictory option) becomes a
+    ``DataError``, which the CLI prints as one line and exits with status 2.
+    """
+    from evenhand.evaluation.schema import DataError
+
     values = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(cls)
         if getattr(args, f.name, None) is not None
     }
     values.update({k: v for k, v in extra.items() if v is not None})
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as err:
+        raise DataError(str(err)) from None
 
 
 def load_limited(path: str, limit: int | None) -> list[Any]:
     """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
     from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.schema import DataError
 
+    if limit is not None and limit < 1:
+        raise DataError(f"`--limit` must be a positive int, got {limit}")
     examples = load_examples(path)
-    if limit is not None:
-        if limit < 1:
-            raise ValueError(f"`--limit` must be a positive int, got {limit}")
-        examples = examples[:limit]
-    return examples
+    return examples if limit is None else examples[:limit]

@@ -137,19 +137,14 @@ def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str,
 
 
 def write_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
-    """One row per data/setting, written to a temporary file and renamed (atomic)."""
-    import csv
-    import os
+    """One row per data/setting, written atomically."""
+    from evenhand.evaluation.jsonl import write_csv as write_rows
 
-    fields = ["data", "setting", *next(iter(results.values()))]
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for key, row in results.items():
-            data, setting = key.split("/", 1)
-            writer.writerow({"data": data, "setting": setting, **row})
-    os.replace(tmp, path)
+    rows = []
+    for key, row in results.items():
+        data, setting = key.split("/", 1)
+        rows.append({"data": data, "setting": setting, **row})
+    write_rows(path, rows)
 
 
 def main() -> None:
@@ -172,6 +167,7 @@ def main() -> None:
 
     import torch
     from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
 
     # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
@@ -181,9 +177,9 @@ def main() -> None:
     model, tok = load_generator(device="cpu")
     embed = MiniLM()
     results: dict[str, dict[str, Any]] = {}
-    for name in args.datasets.split(","):
+    for name in split_list(args.datasets, "--datasets"):
         examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
-        for setting in args.settings.split(","):
+        for setting in split_list(args.settings, "--settings"):
             summaries, seconds = run_setting(
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
                 args.batch_size, args.max_new_tokens, args.response_prefix,

@@ -31,12 +31,14 @@ def main() -> None:
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from evenhand.evaluation.bootstrap import percentile_interval
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
     from fair_decoding_eval import DATA, MiniLM, score
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}
-    settings = [args.baseline, *args.settings.split(",")]
+    settings = [args.baseline, *split_list(args.settings, "--settings")]
     rows = {s: {r["id"]: r["summary"] for r in map(json.loads, (out / f"{args.data}_{s}.jsonl").open())}
             for s in settings}
     ids = [i for i in rows[args.baseline] if all(i in rows[s] for s in settings)]
@@ -55,7 +57,7 @@ def main() -> None:
             ok = ~np.isnan(diff)
             d = diff[ok]
             boot = np.nanmean(np.where(ok[draws], diff[draws], np.nan), axis=1)
-            lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+            lo, hi = percentile_interval(boot, 0.95, ignore_nan=True)
             better = np.mean(d > 0) if m == "rougeL" else np.mean(d < 0)
             print(f"  {s:<14} {m:<10} {d.mean():+.4f} [{lo:+.4f}, {hi:+.4f}]  better on {better:.0%}")
 

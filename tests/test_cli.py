@@ -40,6 +40,19 @@ def test_bad_jsonl_exits_2_with_one_line(tmp_path, capsys):
     assert f"{data}:2:" in err and "`text`" in err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--max-new-tokens", "0"], "`max_new_tokens` must be a positive int, got 0"),
+    (["--limit", "0"], "`--limit` must be a positive int, got 0"),
+])
+def test_bad_config_option_exits_2_with_one_line(tmp_path, capsys, flags, message):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "a", "documents": ["ok"]}) + "\n")
+    out = tmp_path / "o.jsonl"
+    assert main(["generate", "--data", str(data), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"evenhand generate: error: {message}" and not out.exists()
+
+
 def test_missing_data_file_exits_2_naming_path(tmp_path, capsys):
     missing = tmp_path / "nope.jsonl"
     assert main(["generate", "--data", str(missing), "--out", str(tmp_path / "o.jsonl")]) == 2

@@ -276,19 +276,6 @@ def test_reranking_cells_use_the_rerank_function(tmp_path, data_file, loader) ->
     assert all(r.summary.startswith("candidate 3") for r in reranked)
 
 
-def test_missing_rerank_package_is_a_clear_error(monkeypatch) -> None:
-    import sys
-
-    from evenhand.sweep import hookups
-
-    monkeypatch.setitem(sys.modules, "evenhand.rerank.registry", None)  # import now raises ImportError
-    monkeypatch.setitem(sys.modules, "evenhand.rerank.reranker", None)
-    with pytest.raises(hookups.RerankUnavailable, match="factuality: none"):
-        hookups.build_scorer("alignscore")
-    with pytest.raises(hookups.RerankUnavailable, match="candidates=3"):
-        hookups.rerank_batch(None, None, [], None, 3, "rouge")
-
-
 def test_accelerate_launch_writes_this_process_shard(tmp_path, data_file, loader, monkeypatch) -> None:
     import accelerate
 

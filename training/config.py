@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
+
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
 REFERENCES = ("base", "previous")
 
@@ -148,11 +150,11 @@ class DPORRConfig:
             raise ValueError(f"`candidates` must be at least 2 to form pairs, got {self.candidates}")
         if not self.target_modules:
             raise ValueError("`lora_target` is empty; give module names such as 'q_proj,v_proj'")
-        if not [s for s in self.scorers.split(",") if s.strip()] and not self.fairness:
+        if not self.scorer_names and not self.fairness:
             raise ValueError("`scorers` is empty; give at least one registered scorer name")
         from evenhand.rerank.reranker import RECIPES
 
-        recipes = [r.strip() for r in self.recipes.split(",") if r.strip()]
+        recipes = split_list(self.recipes, "recipes", empty_ok=True)
         unknown = [r for r in recipes if r not in RECIPES]
         if not recipes or unknown:
             raise ValueError(f"`recipes` must name samplers among {', '.join(RECIPES)}, got {self.recipes!r}")
@@ -160,12 +162,12 @@ class DPORRConfig:
     @property
     def target_modules(self) -> list[str]:
         """LoRA target module names."""
-        return [t.strip() for t in self.lora_target.split(",") if t.strip()]
+        return split_list(self.lora_target, "lora_target", empty_ok=True)
 
     @property
     def scorer_names(self) -> list[str]:
         """The component scorer names."""
-        return [s.strip() for s in self.scorers.split(",") if s.strip()]
+        return split_list(self.scorers, "scorers", empty_ok=True)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON/YAML-ready dict of every field."""

@@ -52,6 +52,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.jsonl import write_json
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.config import DPORRConfig
 
@@ -114,16 +116,6 @@ def finished_iterations(out_dir: str | Path) -> list[int]:
     return sorted(done)
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def check_resumable(out_dir: Path, config: DPORRConfig) -> None:
     """Raise ValueError if ``out_dir`` holds a run with other settings than ``config``."""
     manifest = out_dir / MANIFEST
@@ -178,7 +170,7 @@ class _Run:
         self.device = c.device or ("cpu" if self.state.device.type == "cpu" else str(self.state.device))
         self.out = Path(c.out_dir)
         if scorers is not None:
-            ws = None if c.weights is None else [float(w) for w in c.weights.split(",") if w.strip()]
+            ws = None if c.weights is None else [float(w) for w in split_list(c.weights, "weights", empty_ok=True)]
             self.scoring = Scoring(scorers, ws, c.normalize, c.score_source)
         else:
             self.scoring = registry_scoring(c.scorer_names, c.weights, c.normalize, c.score_source)

@@ -82,10 +82,11 @@ def score_cache(args: argparse.Namespace) -> Any:
 
 def split_names(text: str, flag: str = "--scorers") -> list[str]:
     """Comma-separated scorer names, each checked against the registry (errors name ``flag``)."""
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.schema import DataError
     from evenhand.rerank.registry import UnknownScorerError, scorer_class, split_name
 
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = split_list(text, flag, empty_ok=True)
     if not names:
         raise DataError(f"`{flag}` is empty; give comma-separated scorer names")
     for name in names:

@@ -49,11 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def split_metrics(names: str) -> tuple[list[str], list[str]]:
     """(evaluation metric names, rerank scorer names); unknown names raise listing both."""
+    from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.report import METRICS, UnknownMetricError
     from evenhand.rerank.registry import available, is_registered
 
     metrics, scorers = [], []
-    for name in [n.strip() for n in names.split(",") if n.strip()]:
+    for name in split_list(names, "--metrics", empty_ok=True):
         if name in METRICS:
             metrics.append(name)
         elif is_registered(name):

@@ -3,7 +3,7 @@
 * :mod:`evenhand.sweep.config` — the YAML schema, grid expansion into cells;
 * :mod:`evenhand.sweep.store` — the SQLite results store (resumable, sharded per process);
 * :mod:`evenhand.sweep.runner` — running the cells (``evenhand sweep``);
-* :mod:`evenhand.sweep.hookups` — lazy links to ``rerank`` (reranking, factuality scorers);
+* :mod:`evenhand.sweep.hookups` — links to ``evenhand.rerank`` (reranking, factuality scorers);
 * :mod:`evenhand.sweep.report` — plots, CSV tables and the HTML page (``evenhand report``).
 """
 

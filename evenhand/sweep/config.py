@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError
 
 #: Setting keys that are not GenerateConfig fields.
@@ -217,7 +218,7 @@ def _as_list(value: Any, key: str) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        return split_list(value, key, empty_ok=True)
     if isinstance(value, list):
         return value
     raise DataError(f"`{key}` must be a list or a comma-separated string, got {value!r}")

@@ -1,8 +1,7 @@
-"""Lazy links from the sweep to the ``rerank`` package: reranking cells and per-row scorers.
+"""The sweep's links to ``evenhand.rerank``: reranking cells and per-row scorers.
 
-``rerank`` is imported only when a cell reranks (``candidates`` > 1) or the
-sweep names a factuality / extra scorer, so plain sweeps run without it; when it
-is missing or lacks the API, :class:`RerankUnavailable` says what to do.
+``evenhand.rerank`` is imported only when a cell reranks (``candidates`` > 1) or the
+sweep names a factuality / extra scorer, so plain sweeps start without loading it.
 """
 
 from __future__ import annotations
@@ -10,37 +9,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
-
-
-class RerankUnavailable(DataError):
-    """The sweep needs the ``rerank`` package (Reranker or a scorer) and it is not installed."""
-
-
-def _rerank_module(name: str, what: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError as err:
-        raise RerankUnavailable(
-            f"{what} needs `{name}` from the rerank package, which is not available ({err}); "
-            "set `candidates: 1` / `factuality: none` / drop `extra_scorers`, or install the rerank branch"
-        ) from None
 
 
 def build_scorer(name: str, options: dict[str, Any] | None = None) -> Any:
     """The rerank scorer ``name`` with ``options`` (its Config fields)."""
-    registry = _rerank_module("evenhand.rerank.registry", f"scorer {name!r}")
+    from evenhand.rerank.registry import get_scorer
+
     try:
-        return registry.get_scorer(name, **(options or {}))
+        return get_scorer(name, **(options or {}))
     except (KeyError, TypeError, ValueError) as err:
         raise DataError(f"scorer {name!r}: {err}") from None
 
 
 def reranking_scorer(scorers: str | None) -> Any:
     """One scorer from the ``scorers`` setting: a single name, or several joined by ``composite``."""
-    names = [n.strip() for n in (scorers or "").split(",") if n.strip()]
+    names = split_list(scorers, "scorers", empty_ok=True)
     if not names:
         raise DataError("a reranking cell (`candidates` > 1) needs `scorers`, e.g. 'llm-coverage,alignscore'")
     if len(names) == 1:
@@ -56,10 +41,11 @@ def rerank_batch(
 
     A record: ``{"summary", "best_index", "best_score", "scorer", "candidates": [...]}``.
     """
-    reranker_mod = _rerank_module("evenhand.rerank.reranker", f"reranking with candidates={candidates}")
+    from evenhand.rerank.reranker import RerankConfig, Reranker
+
     scorer = reranking_scorer(scorers)
-    reranker = reranker_mod.Reranker(
-        model, tokenizer, scorer, reranker_mod.RerankConfig(candidates=candidates, seed=config.seed),
+    reranker = Reranker(
+        model, tokenizer, scorer, RerankConfig(candidates=candidates, seed=config.seed),
         generate_config=config,
     )
     return [reranker.rerank_one(ex) for ex in examples]

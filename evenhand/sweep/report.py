@@ -24,7 +24,6 @@ Plus ``cells.csv``: every cell's mean metrics per data set.
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import math
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from evenhand.evaluation.jsonl import write_csv
 from evenhand.sweep.store import ResultRow, StoredResults, read_results
 
 #: Settings that move a system along its abstractiveness-factuality line.
@@ -91,11 +91,7 @@ def _fmt(value: Any) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows({k: _fmt(v) for k, v in r.items()} for r in rows)
+    write_csv(path, [{k: _fmt(v) for k, v in r.items()} for r in rows])
 
 
 def _slug(text: str) -> str:

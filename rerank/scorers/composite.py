@@ -15,10 +15,11 @@ set, so it is not cached; the components are.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.rerank.registry import register
 from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
@@ -44,13 +45,35 @@ def normalize(values: Sequence[float], method: str = "minmax") -> list[float]:
     return [0.0] * len(xs) if std == 0 else [(x - mean) / std for x in xs]
 
 
-def parse_list(text: str | Sequence[Any], what: str) -> list[str]:
-    """Split a comma-separated option (or pass a list through), dropping blanks."""
-    items = text.split(",") if isinstance(text, str) else [str(t) for t in text]
-    items = [t.strip() for t in items if t.strip()]
-    if not items:
-        raise ValueError(f"`{what}` is empty; give at least one name")
-    return items
+def check_weights(weights: Sequence[float], names: Sequence[str]) -> list[float]:
+    """One non-negative weight per component name, with a positive sum; returns them as floats."""
+    ws = [float(w) for w in weights]
+    if len(ws) != len(names):
+        raise ValueError(
+            f"`weights` gives {len(ws)} numbers for {len(names)} scorers ({', '.join(names)}); "
+            "give one weight per scorer"
+        )
+    if any(w < 0 for w in ws) or sum(ws) <= 0:
+        raise ValueError(f"`weights` must be non-negative with a positive sum, got {ws}")
+    return ws
+
+
+def weighted_mean(values: Mapping[str, Sequence[float]], weights: Mapping[str, float]) -> list[float]:
+    """sum_c w_c * values_c[i] / sum_c w_c for each i, components in ``weights`` order.
+
+    >>> weighted_mean({"a": [1.0, 0.0], "b": [0.0, 0.0]}, {"a": 3.0, "b": 1.0})
+    [0.75, 0.0]
+    """
+    total = sum(weights.values())
+    n = len(next(iter(values.values())))
+    return [sum(w * values[name][i] for name, w in weights.items()) / total for i in range(n)]
+
+
+def set_composite(
+    raw: Mapping[str, Sequence[float]], weights: Mapping[str, float], method: str = "minmax",
+) -> list[float]:
+    """The composite of one candidate set: each component normalized within the set, then weighted."""
+    return weighted_mean({name: normalize(raw[name], method) for name in weights}, weights)
 
 
 @dataclass
@@ -72,23 +95,17 @@ class CompositeConfig(ScorerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        names = parse_list(self.scorers, "scorers")
+        names = split_list(self.scorers, "scorers")
         if "composite" in names:
             raise ValueError("`scorers` cannot include 'composite' itself")
         if len(set(names)) != len(names):
             raise ValueError(f"`scorers` lists a name twice: {names}")
         if self.weights is not None:
             try:
-                ws = [float(w) for w in parse_list(self.weights, "weights")]
+                ws = [float(w) for w in split_list(self.weights, "weights")]
             except ValueError:
                 raise ValueError(f"`weights` must be comma-separated numbers, got {self.weights!r}") from None
-            if len(ws) != len(names):
-                raise ValueError(
-                    f"`weights` gives {len(ws)} numbers for {len(names)} scorers ({', '.join(names)}); "
-                    "give one weight per scorer"
-                )
-            if any(w < 0 for w in ws) or sum(ws) <= 0:
-                raise ValueError(f"`weights` must be non-negative with a positive sum, got {ws}")
+            check_weights(ws, names)
         if self.normalize not in NORMALIZATIONS:
             raise ValueError(f"`normalize` must be one of {NORMALIZATIONS}, got {self.normalize!r}")
         unknown = set(self.options) - set(names)
@@ -98,14 +115,14 @@ class CompositeConfig(ScorerConfig):
     @property
     def names(self) -> list[str]:
         """The component scorer names."""
-        return parse_list(self.scorers, "scorers")
+        return split_list(self.scorers, "scorers")
 
     @property
     def weight_list(self) -> list[float]:
         """One weight per component (equal when not given)."""
         if self.weights is None:
             return [1.0] * len(self.names)
-        return [float(w) for w in parse_list(self.weights, "weights")]
+        return [float(w) for w in split_list(self.weights, "weights")]
 
 
 @register("composite")
@@ -142,11 +159,10 @@ class CompositeScorer(Scorer):
             for name, values in raw.items():
                 for i, v in zip(members, normalize([values[i] for i in members], self.config.normalize)):
                     normed[name][i] = v
-        weights = dict(zip(self.config.names, self.config.weight_list))
-        total = sum(weights.values())
+        scores = weighted_mean(normed, dict(zip(self.config.names, self.config.weight_list)))
         return [
             {
-                "score": sum(weights[n] * normed[n][i] for n in raw) / total,
+                "score": scores[i],
                 "components": {n: raw[n][i] for n in raw},
                 "normalized": {n: normed[n][i] for n in raw},
             }
@@ -157,4 +173,7 @@ class CompositeScorer(Scorer):
         return self.score_details(sources, outputs)
 
 
-__all__ = ["CompositeScorer", "CompositeConfig", "normalize", "as_example"]
+__all__ = [
+    "CompositeScorer", "CompositeConfig", "as_example", "check_weights", "normalize", "set_composite",
+    "weighted_mean",
+]

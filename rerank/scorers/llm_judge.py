@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.evaluation.schema import Example
+from evenhand.rerank.lm_prefix import LmBackedScorer
 from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.scorer import ScorerConfig
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -136,34 +137,12 @@ class JudgeConfig(ScorerConfig):
             raise ValueError(f"`max_prompt_tokens` must be an int >= 64, got {self.max_prompt_tokens}")
 
 
-class LlmJudge(Scorer):
+class LlmJudge(LmBackedScorer):
     """A 1-5 rubric judge; subclasses set ``template``."""
 
     Config = JudgeConfig
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
-
-    def __init__(self, config: JudgeConfig | None = None, cache_dir: Any = None) -> None:
-        super().__init__(config, cache_dir)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._model_name = self.config.model
-
-    def use_model(self, model: Any, tokenizer: Any, name: str) -> LlmJudge:
-        """Judge with an already loaded model (``name`` keys the cache); returns self."""
-        self._model, self._tokenizer, self._model_name = model, tokenizer, name
-        return self
-
-    @property
-    def model_id(self) -> str:
-        return self._model_name
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from evenhand.decoding.models import load_generator
-
-            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
-        return self._model, self._tokenizer
 
     def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
@@ -243,32 +222,15 @@ class LlmJudge(Scorer):
     def next_token_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """P(next token) after prefix + each suffix: the prefix runs once, its KV cache is shared.
 
-        Suffixes are left-padded after the prefix; the attention mask hides the
-        padding and position ids continue the prefix, so every row equals an
-        unpadded forward pass of its own prompt.
+        Suffixes are left-padded after the prefix (``rerank.lm_prefix.logits_after_prefix``);
+        every row equals an unpadded forward pass of its own prompt.
         """
-        import torch
+        from evenhand.rerank.lm_prefix import logits_after_prefix
 
         model, tok = self._load()
-        device = next(model.parameters()).device
-        k, width = len(suffixes), max(map(len, suffixes))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((k, width), pad, dtype=torch.long)
-        mask = torch.zeros((k, width), dtype=torch.long)
-        for row, suffix in enumerate(suffixes):
-            ids[row, width - len(suffix) :] = torch.tensor(suffix)
-            mask[row, width - len(suffix) :] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        with torch.no_grad():
-            cache = model(input_ids=torch.tensor([prefix], device=device), use_cache=True).past_key_values
-            cache.batch_repeat_interleave(k)
-            full_mask = torch.cat([torch.ones((k, len(prefix)), dtype=torch.long, device=device), mask], 1)
-            positions = len(prefix) + (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = model(
-                input_ids=ids, attention_mask=full_mask, position_ids=positions,
-                past_key_values=cache, use_cache=True, logits_to_keep=1,
-            ).logits[:, -1, :]
-        return logits.float().softmax(dim=-1)
+        _, logits = logits_after_prefix(model, prefix, suffixes, pad_left=True, pad_id=pad, logits_to_keep=1)
+        return logits[:, -1, :].float().softmax(dim=-1)
 
     def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
         digit_probs = self.next_token_probs(prefix, suffixes)[:, self.digit_ids()].cpu()

@@ -55,7 +55,7 @@ With one chunk this is the plain mean above. ``fluency`` never reads the source;
 Cost. Within a batch the summaries are grouped by source: each chunk's prompt
 prefix runs through the model once, and its KV cache (a seq2seq encoder output)
 is shared by all summaries of that source, padded on the right after it
-(``continuation_logprobs``); the no-source prefix runs once per batch.
+(``rerank.lm_prefix.continuation_logprobs``); the no-source prefix runs once per batch.
 Batched and one-at-a-time scores agree (to float rounding).
 """
 
@@ -69,83 +69,15 @@ from typing import Any
 
 from evenhand.decoding.prompting import DEFAULT_SYSTEM
 from evenhand.evaluation.schema import Example
+from evenhand.rerank.lm_prefix import LmBackedScorer, continuation_logprobs
 from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.rerank.scorer import ScorerConfig
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
 DEFAULT_NO_SOURCE_INSTRUCTION = "Write a short summary."
 
 _WORD = re.compile(r"\S+")
-
-
-def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
-    """Per-token log p of each suffix given the shared prefix, the prefix run once.
-
-    Causal LM: the prefix runs once with ``use_cache``; its last logits score
-    each suffix's first token, and its KV cache, repeated per suffix, is reused
-    by one forward of the suffixes, right-padded, with an attention mask and
-    position ids continuing the prefix. Seq2seq LM: the prefix is the encoder
-    input, encoded once; the decoder reads ``decoder_start + suffix[:-1]``.
-    Every row equals an unpadded forward of its own prefix + suffix.
-
-    Args:
-        model: a transformers causal or seq2seq LM.
-        prefix_ids: token ids of the prompt prefix (the encoder input of a seq2seq LM).
-        suffix_ids_list: the continuations' token ids, each non-empty.
-
-    Returns:
-        One float32 CPU tensor per suffix with its tokens' natural-log probabilities.
-    """
-    import torch
-
-    if not suffix_ids_list:
-        return []
-    if len(prefix_ids) == 0:
-        raise ValueError("`prefix_ids` is empty; give at least one prompt token (e.g. bos)")
-    if any(len(s) == 0 for s in suffix_ids_list):
-        raise ValueError("every suffix in `suffix_ids_list` needs at least one token")
-    device = next(model.parameters()).device
-    k, width, plen = len(suffix_ids_list), max(map(len, suffix_ids_list)), len(prefix_ids)
-    ids = torch.zeros((k, width), dtype=torch.long)
-    mask = torch.zeros((k, width), dtype=torch.long)
-    for row, suffix in enumerate(suffix_ids_list):
-        ids[row, : len(suffix)] = torch.tensor(list(suffix))
-        mask[row, : len(suffix)] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    prefix = torch.tensor([list(prefix_ids)], device=device)
-    with torch.no_grad():
-        if model.config.is_encoder_decoder:
-            from transformers.modeling_outputs import BaseModelOutput
-
-            enc_mask = torch.ones((1, plen), dtype=torch.long, device=device)
-            hidden = model.get_encoder()(input_ids=prefix, attention_mask=enc_mask).last_hidden_state
-            start = torch.full((k, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
-            logits = model(
-                encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
-                attention_mask=enc_mask.expand(k, -1),
-                decoder_input_ids=torch.cat([start, ids[:, :-1]], 1),
-                decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
-            ).logits
-        else:
-            out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
-            logits = out.logits[:, -1:, :].expand(k, 1, -1)
-            if width > 1:
-                cache = out.past_key_values
-                if k > 1:
-                    cache.batch_repeat_interleave(k)
-                body_mask = mask[:, :-1]
-                full_mask = torch.cat([torch.ones((k, plen), dtype=torch.long, device=device), body_mask], 1)
-                positions = plen + torch.arange(width - 1, device=device).expand(k, -1)
-                rest = model(
-                    input_ids=ids[:, :-1], attention_mask=full_mask, position_ids=positions,
-                    past_key_values=cache, use_cache=False,
-                ).logits
-                logits = torch.cat([logits, rest], 1)
-        logits = logits.float()
-        picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
-    picked = picked.cpu()
-    return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
 
 
 def sentence_of_tokens(text: str, offsets: Sequence[tuple[int, int]]) -> list[int]:
@@ -234,7 +166,7 @@ class LmConfig(ScorerConfig):
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
 
 
-class LmScorer(Scorer):
+class LmScorer(LmBackedScorer):
     """Shared machinery of the LM scorers: prompts, chunking, KV-reusing log-probs.
 
     Subclasses combine ``conditional`` (with the source) and ``unconditional``
@@ -243,28 +175,6 @@ class LmScorer(Scorer):
 
     Config = LmConfig
     detail_fields = ("n_tokens", "model", "empty")
-
-    def __init__(self, config: LmConfig | None = None, cache_dir: Any = None) -> None:
-        super().__init__(config, cache_dir)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._model_name = self.config.model
-
-    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmScorer:
-        """Score with an already loaded model (``name`` keys the cache); returns self."""
-        self._model, self._tokenizer, self._model_name = model, tokenizer, name
-        return self
-
-    @property
-    def model_id(self) -> str:
-        return self._model_name
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            from evenhand.decoding.models import load_generator
-
-            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
-        return self._model, self._tokenizer
 
     @property
     def _seq2seq(self) -> bool:

@@ -1,0 +1,156 @@
+"""A shared prompt prefix run once, its KV cache reused by every padded continuation.
+
+Scorers that read many summaries after one prompt (the LM-likelihood scorers, the
+LLM judges) run the prompt prefix through the model once and reuse its KV cache,
+repeated per continuation, for one forward of all continuations: padded (left or
+right), with an attention mask hiding the padding and position ids continuing the
+prefix, so every row equals an unpadded forward of its own prefix + continuation
+(to float rounding). ``LmBackedScorer`` holds the model such scorers read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evenhand.rerank.scorer import Scorer, ScorerConfig
+
+
+def logits_after_prefix(
+    model: Any,
+    prefix_ids: Sequence[int],
+    suffix_ids_list: Sequence[Sequence[int]],
+    *,
+    pad_left: bool = False,
+    pad_id: int = 0,
+    logits_to_keep: int = 0,
+) -> tuple[Any, Any]:
+    """Logits of a causal LM over each continuation, the shared prefix run once.
+
+    Args:
+        model: a transformers causal LM.
+        prefix_ids: token ids of the shared prompt prefix (non-empty).
+        suffix_ids_list: the continuations' token ids (when all are empty only the
+            prefix runs).
+        pad_left: pad the continuations on the left (the last column is then every
+            row's last token) instead of on the right (column j is token j).
+        pad_id: the id written into padding (masked out; any valid id works).
+        logits_to_keep: keep only the last this many positions' logits (0: all).
+
+    Returns:
+        ``(prefix_logits, logits)``: the logits after the prefix's last token,
+        shape ``(1, 1, vocab)``, and the continuations' logits, shape
+        ``(k, width or logits_to_keep, vocab)``, in the model's dtype and device.
+    """
+    import torch
+
+    device = next(model.parameters()).device
+    k, width, plen = len(suffix_ids_list), max(map(len, suffix_ids_list)), len(prefix_ids)
+    ids = torch.full((k, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((k, width), dtype=torch.long)
+    for row, suffix in enumerate(suffix_ids_list):
+        span = slice(width - len(suffix), width) if pad_left else slice(0, len(suffix))
+        ids[row, span] = torch.tensor(list(suffix), dtype=torch.long)
+        mask[row, span] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([list(prefix_ids)], device=device), use_cache=True, logits_to_keep=1)
+        if width == 0:
+            return out.logits[:, -1:, :], out.logits.new_zeros((k, 0, out.logits.shape[-1]))
+        cache = out.past_key_values
+        if k > 1:
+            cache.batch_repeat_interleave(k)
+        full_mask = torch.cat([torch.ones((k, plen), dtype=torch.long, device=device), mask], 1)
+        positions = plen + (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(
+            input_ids=ids, attention_mask=full_mask, position_ids=positions,
+            past_key_values=cache, use_cache=False, logits_to_keep=logits_to_keep,
+        ).logits
+    return out.logits[:, -1:, :], logits
+
+
+def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
+    """Per-token log p of each suffix given the shared prefix, the prefix run once.
+
+    Causal LM: the prefix runs once with ``use_cache``; its last logits score
+    each suffix's first token, and its KV cache, repeated per suffix, is reused
+    by one forward of the suffixes, right-padded, with an attention mask and
+    position ids continuing the prefix (``logits_after_prefix``). Seq2seq LM: the
+    prefix is the encoder input, encoded once; the decoder reads
+    ``decoder_start + suffix[:-1]``. Every row equals an unpadded forward of its
+    own prefix + suffix.
+
+    Args:
+        model: a transformers causal or seq2seq LM.
+        prefix_ids: token ids of the prompt prefix (the encoder input of a seq2seq LM).
+        suffix_ids_list: the continuations' token ids, each non-empty.
+
+    Returns:
+        One float32 CPU tensor per suffix with its tokens' natural-log probabilities.
+    """
+    import torch
+
+    if not suffix_ids_list:
+        return []
+    if len(prefix_ids) == 0:
+        raise ValueError("`prefix_ids` is empty; give at least one prompt token (e.g. bos)")
+    if any(len(s) == 0 for s in suffix_ids_list):
+        raise ValueError("every suffix in `suffix_ids_list` needs at least one token")
+    device = next(model.parameters()).device
+    k, width, plen = len(suffix_ids_list), max(map(len, suffix_ids_list)), len(prefix_ids)
+    ids = torch.zeros((k, width), dtype=torch.long)
+    mask = torch.zeros((k, width), dtype=torch.long)
+    for row, suffix in enumerate(suffix_ids_list):
+        ids[row, : len(suffix)] = torch.tensor(list(suffix))
+        mask[row, : len(suffix)] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    with torch.no_grad():
+        if model.config.is_encoder_decoder:
+            from transformers.modeling_outputs import BaseModelOutput
+
+            prefix = torch.tensor([list(prefix_ids)], device=device)
+            enc_mask = torch.ones((1, plen), dtype=torch.long, device=device)
+            hidden = model.get_encoder()(input_ids=prefix, attention_mask=enc_mask).last_hidden_state
+            start = torch.full((k, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
+            logits = model(
+                encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
+                attention_mask=enc_mask.expand(k, -1),
+                decoder_input_ids=torch.cat([start, ids[:, :-1]], 1),
+                decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
+            ).logits
+        else:
+            first, rest = logits_after_prefix(model, prefix_ids, [list(s)[:-1] for s in suffix_ids_list])
+            logits = torch.cat([first.expand(k, 1, -1), rest], 1)
+        logits = logits.float()
+        picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
+    picked = picked.cpu()
+    return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
+
+
+class LmBackedScorer(Scorer):
+    """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
+
+    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields.
+    """
+
+    def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._model_name = self.config.model
+
+    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
+        """Score with an already loaded model (``name`` keys the cache); returns self."""
+        self._model, self._tokenizer, self._model_name = model, tokenizer, name
+        return self
+
+    @property
+    def model_id(self) -> str:
+        return self._model_name
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from evenhand.decoding.models import load_generator
+
+            self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
+        return self._model, self._tokenizer
