@@ -132,3 +132,29 @@ def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, mon
     assert chosen["eligible"] and chosen["floors"]["words"] >= plain["floors"]["words"]
     with pytest.raises(ValueError, match="margin of 'words' must be a non-negative"):
         RerankConfig(floors={"words": -1.0})
+
+
+@pytest.mark.slow
+def test_coverage_floor_keeps_a_fair_by_vacuity_candidate_from_winning():
+    """Equal Coverage alone prefers a summary that says nothing; the calibrated-coverage floor does not."""
+    from evenhand.rerank.registry import get_scorer
+    from evenhand.rerank.reranker import score_and_select
+
+    example = Example("tram-levy", [
+        Document("The tram levy will double ridership and cut downtown traffic within five years.", "Mayor Lind"),
+        Document("Tram fares must stay low, so the levy is the only fair way to pay for the line.", "Mayor Lind"),
+        Document("The levy raises property taxes for families who will never ride the tram.", "Councillor Ode"),
+        Document("Small shops on Main Street lose parking and customers during two years of works.", "Shop owner Vey"),
+    ], attribute="speaker")
+    candidates = [
+        {"text": "This report highlights a critical issue in the transportation sector and the need for "
+                 "thoughtful planning.", "recipe": "nucleus", "index": 0},
+        {"text": "Mayor Lind says the tram levy will double ridership and keep fares low, while Councillor Ode "
+                 "objects that it raises property taxes and Shop owner Vey fears lost parking and customers.",
+         "recipe": "beam", "index": 1},
+    ]
+    fairness = get_scorer("equal-coverage", progress=False)
+    assert score_and_select(example, [dict(c) for c in candidates], fairness) == 0  # EC alone: vacuity wins
+    best = score_and_select(example, candidates, fairness, {"calibrated:coverage": 0.1})
+    assert best == 1 and candidates[0]["eligible"] is False
+    assert candidates[0]["floors"]["calibrated:coverage"] < candidates[1]["floors"]["calibrated:coverage"] - 0.1
