@@ -8,6 +8,15 @@ human target (``evenhand.evaluation.calibration``) from the raw scores of its
 component scorers, which are built through the registry with the options the
 calibration stores (``scorer_options``), overridden by ``options``. The
 components cache their own scores; the prediction is cheap and not cached.
+
+The prediction is a linear estimate on the scale of the human target (a share
+of key points for the shipped fits). It is calibrated in the fit's domain
+(perspective articles of ~800 words); far outside it, e.g. on 100-word review
+sets, raw features such as ROUGE-1 recall lie many standard deviations from the
+fit's mean and the estimate leaves [0, 1] (the demo sets' references score
+about 4 on ``calibrated:coverage``). Its order is still meaningful, which is
+what reranking uses; refit with ``evenhand calibrate`` on human scores from
+your domain for values you can read as the target.
 """
 
 from __future__ import annotations
