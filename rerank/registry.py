@@ -1,8 +1,10 @@
 """The scorer registry: ``@register("name")`` on a ``Scorer`` subclass, ``get_scorer(name)``.
 
 Adding a scorer is one module: subclass ``Scorer``, give it a ``Config``
-dataclass, decorate it with ``@register("my-scorer")``. Built-in scorers live in
-``evenhand.rerank.scorers`` and are imported on first lookup.
+dataclass, decorate it with ``@register("my-scorer")`` (``docs/extending.md``).
+Built-in scorers are the modules of ``evenhand.rerank.scorers``, all imported on
+the first lookup; an installed package adds its own to every command through
+an ``evenhand.scorers`` entry point naming its module.
 
 A scorer class whose ``argument`` names one of its config fields takes that
 field in its name: ``calibrated:faithfulness`` or ``calibrated:CAL.json`` is
@@ -50,8 +52,27 @@ def register(name: str) -> Callable[[S], S]:
     return decorate
 
 
+#: Entry-point group through which installed packages add scorers to every command.
+ENTRY_POINTS = "evenhand.scorers"
+_loaded = False
+
+
 def _load_builtins() -> None:
-    import evenhand.rerank.scorers  # noqa: F401 - registers the built-in scorers
+    """Import every module of ``evenhand.rerank.scorers`` and every ``evenhand.scorers`` entry point once."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    import importlib.metadata
+    import pkgutil
+
+    import evenhand.rerank.scorers as package
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        importlib.import_module(f"{package.__name__}.{module}")
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        entry.load()  # the module registers its scorers with @register
 
 
 def available() -> list[str]:

@@ -98,3 +98,33 @@ def test_public_api_resolves_lazily() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_extending_guide_runs() -> None:
+    """docs/extending.md's Python blocks run as written (their asserts hold)."""
+    import re
+
+    from evenhand.rerank.registry import unregister
+
+    text = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    namespace: dict = {}
+    try:
+        for block in blocks:
+            exec(compile(block, "docs/extending.md", "exec"), namespace)  # noqa: S102 - our own doc
+        assert namespace["scores"] == [1.0, 1 / 3]
+        with pytest.raises(ValueError, match="`min_length` must be a positive int"):
+            namespace["get_scorer"]("supported-words", min_length=0)
+    finally:
+        unregister("supported-words")
+
+
+def test_every_scorer_module_registers_without_a_list() -> None:
+    from evenhand.rerank.registry import _REGISTRY, available
+
+    available()  # first lookup imports every module of evenhand.rerank.scorers
+    registered_from = {cls.__module__.rsplit(".", 1)[-1] for cls in _REGISTRY.values()}
+    files = {p.stem for p in (ROOT / "rerank" / "scorers").glob("*.py")} - {"__init__"}
+    assert files <= registered_from, f"modules that registered nothing: {files - registered_from}"
+    assert {"lm-pmi", "fluency", "calibrated", "rouge-1-recall", "equal-coverage"} <= set(available())
