@@ -6,8 +6,7 @@ so that importing the package does not import torch or transformers.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evenhand.evaluation.lazy import lazy_attributes
 
 _LAZY = {
     "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
@@ -15,9 +14,4 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'decoding' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

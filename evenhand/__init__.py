@@ -12,8 +12,7 @@ The layers themselves are ``evenhand.evaluation``, ``evenhand.decoding``,
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evenhand.evaluation.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -42,13 +41,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError(f"module 'evenhand' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+__getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC)
