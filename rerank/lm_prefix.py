@@ -69,13 +69,55 @@ def logits_after_prefix(
     return out.logits[:, -1:, :], logits
 
 
+def packed_logits_after_prefix(
+    model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]
+) -> tuple[Any, Any]:
+    """Logits of a causal LM over continuations packed into one row after a shared prefix.
+
+    The prefix runs once (batch 1) and its KV cache is used as it is, not repeated:
+    the continuations are concatenated into one row of S tokens, with position ids
+    restarting after the prefix for each of them and a 4D additive attention mask
+    letting each token see the whole prefix and the earlier tokens of its own
+    continuation only. No padding, no copies of the cache; every continuation's
+    logits equal an unpadded forward of prefix + continuation (to float rounding).
+
+    Returns:
+        ``(prefix_logits, logits)``: the logits after the prefix's last token,
+        shape ``(vocab,)``, and the packed continuations' logits, shape ``(S, vocab)``.
+    """
+    import torch
+
+    device = next(model.parameters()).device
+    plen = len(prefix_ids)
+    lengths = torch.tensor([len(s) for s in suffix_ids_list], dtype=torch.long)
+    total = int(lengths.sum())
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([list(prefix_ids)], device=device), use_cache=True, logits_to_keep=1)
+        first = out.logits[0, -1]
+        if total == 0:
+            return first, out.logits.new_zeros((0, out.logits.shape[-1]))
+        ids = torch.tensor([t for s in suffix_ids_list for t in s], dtype=torch.long, device=device)
+        segment = torch.repeat_interleave(torch.arange(len(lengths)), lengths).to(device)
+        starts = (torch.cumsum(lengths, 0) - lengths).to(device)
+        offset = torch.arange(total, device=device) - starts[segment]
+        own = (segment[:, None] == segment[None, :]) & (offset[None, :] <= offset[:, None])
+        allowed = torch.cat([torch.ones((total, plen), dtype=torch.bool, device=device), own], 1)
+        dtype = out.logits.dtype if out.logits.is_floating_point() else torch.float32
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        logits = model(
+            input_ids=ids[None], attention_mask=mask[None, None], position_ids=(plen + offset)[None],
+            past_key_values=out.past_key_values, use_cache=False,
+        ).logits[0]
+    return first, logits
+
+
 def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
     """Per-token log p of each suffix given the shared prefix, the prefix run once.
 
     Causal LM: the prefix runs once with ``use_cache``; its last logits score
-    each suffix's first token, and its KV cache, repeated per suffix, is reused
-    by one forward of the suffixes, right-padded, with an attention mask and
-    position ids continuing the prefix (``logits_after_prefix``). Seq2seq LM: the
+    each suffix's first token, and its KV cache is reused by one forward of all
+    suffixes packed into one row (``packed_logits_after_prefix``: no padding, no
+    copies of the cache, a block mask keeping the suffixes apart). Seq2seq LM: the
     prefix is the encoder input, encoded once; the decoder reads
     ``decoder_start + suffix[:-1]``. Every row equals an unpadded forward of its
     own prefix + suffix.
@@ -119,8 +161,16 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
                 decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
             ).logits
         else:
-            first, rest = logits_after_prefix(model, prefix_ids, [list(s)[:-1] for s in suffix_ids_list])
-            logits = torch.cat([first.expand(k, 1, -1), rest], 1)
+            first, packed = packed_logits_after_prefix(model, prefix_ids, [list(s)[:-1] for s in suffix_ids_list])
+            first_lp = first.float().log_softmax(-1).cpu()
+            targets = torch.tensor([t for s in suffix_ids_list for t in list(s)[1:]], dtype=torch.long)
+            rest_lp = packed.float().log_softmax(-1).gather(-1, targets.to(packed.device)[:, None])[:, 0].cpu()
+            out, start = [], 0
+            for suffix in suffix_ids_list:
+                n = len(suffix) - 1
+                out.append(torch.cat([first_lp[list(suffix)[:1]], rest_lp[start : start + n]]))
+                start += n
+            return out
         logits = logits.float()
         picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
     picked = picked.cpu()

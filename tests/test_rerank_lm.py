@@ -231,3 +231,26 @@ def test_meta_eval_command_with_a_saved_tiny_lm(tmp_path, tiny_causal, capsys):
     difference = [a - b for a, b in zip(rows["lm-likelihood"]["scores"], rows["fluency"]["scores"])]
     assert rows["lm-pmi"]["scores"] == pytest.approx(difference, abs=1e-5)
     assert "lm-pmi" in capsys.readouterr().out
+
+
+def test_packed_continuations_equal_padded_ones_and_unpadded_forwards(tiny_causal):
+    import torch
+    from evenhand.rerank.lm_prefix import logits_after_prefix, packed_logits_after_prefix
+
+    model, _ = tiny_causal
+    prefix = [5, 17, 99, 3, 250, 8]
+    suffixes = [[11, 12, 13, 14, 15], [40], [], [7, 7, 7]]
+    first, packed = packed_logits_after_prefix(model, prefix, suffixes)
+    pfirst, padded = logits_after_prefix(model, prefix, [s for s in suffixes if s])
+    assert packed.shape[0] == sum(map(len, suffixes))
+    assert torch.allclose(first, pfirst[0, 0], atol=1e-5)
+    start, row = 0, 0
+    for suffix in suffixes:
+        if not suffix:
+            continue
+        with torch.no_grad():
+            direct = model(input_ids=torch.tensor([prefix + suffix])).logits[0, len(prefix):]
+        got = packed[start : start + len(suffix)]
+        assert torch.allclose(got, direct, atol=1e-4)
+        assert torch.allclose(got, padded[row, : len(suffix)], atol=1e-4)
+        start, row = start + len(suffix), row + 1
