@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import Example
 from evenhand.rerank.scorer import Scorer
 
@@ -66,7 +67,7 @@ def parse_floors(text: str) -> dict[str, float]:
     if text.strip().lower() == "none":
         return {}
     floors: dict[str, float] = {}
-    for item in [s.strip() for s in text.split(",") if s.strip()]:
+    for item in split_list(text, "floors", empty_ok=True):
         name, sep, margin = item.rpartition("=")
         try:
             value = float(margin)
@@ -114,7 +115,7 @@ class RerankConfig:
     @property
     def recipe_list(self) -> list[str]:
         """The samplers in cycling order."""
-        items = [r.strip() for r in self.recipes.split(",") if r.strip()]
+        items = split_list(self.recipes, "recipes", empty_ok=True)
         if not items:
             raise ValueError("`recipes` is empty; give at least one of " + ", ".join(RECIPES))
         return items
