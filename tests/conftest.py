@@ -31,3 +31,28 @@ def tiny_causal(tokenizer):
     from evenhand.decoding.models import tiny_model
 
     return tiny_model("causal", seed=0, tokenizer=tokenizer)
+
+
+#: Two sources with human-scored summaries in the controlled-summaries format.
+CONTROLLED_ENTRIES = [
+    {"source": ["The mayor cut taxes. Schools got less money.", "Parks were closed."],
+     "summaries": [
+         {"summary": "The mayor cut taxes and schools got less money; parks closed.", "coverage": 1.0, "faithfulness": 1.0},
+         {"summary": "The mayor cut taxes.", "coverage": 0.5, "faithfulness": 1.0},
+         {"summary": "Aliens landed.", "coverage": 0.0, "faithfulness": 0.0},
+     ]},
+    {"source": ["Wages rose. Prices rose faster."],
+     "summaries": [
+         {"summary": "Wages rose but prices rose faster.", "coverage": 1.0, "faithfulness": 1.0},
+         {"summary": "Wages rose.", "coverage": 0.5, "faithfulness": 0.5},
+     ]},
+]
+
+
+def write_controlled(path: Path) -> Path:
+    """``CONTROLLED_ENTRIES`` as a controlled-summaries JSON file at ``path``."""
+    import json
+
+    path.write_text(json.dumps(CONTROLLED_ENTRIES))
+    return path
+

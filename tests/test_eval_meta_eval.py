@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import write_controlled
 from evenhand.evaluation.meta_eval import load_controlled, meta_evaluate
 from evenhand.evaluation.schema import DataError
 
@@ -11,24 +12,6 @@ from evenhand.cli import build_parser, main
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CONTROLLED = DATA / "perspective_metric_eval" / "controlled_summaries_dev.json"
-
-
-def _write_controlled(path):
-    entries = [
-        {"source": ["The mayor cut taxes. Schools got less money.", "Parks were closed."],
-         "summaries": [
-             {"summary": "The mayor cut taxes and schools got less money; parks closed.", "coverage": 1.0, "faithfulness": 1.0},
-             {"summary": "The mayor cut taxes.", "coverage": 0.5, "faithfulness": 1.0},
-             {"summary": "Aliens landed.", "coverage": 0.0, "faithfulness": 0.0},
-         ]},
-        {"source": ["Wages rose. Prices rose faster."],
-         "summaries": [
-             {"summary": "Wages rose but prices rose faster.", "coverage": 1.0, "faithfulness": 1.0},
-             {"summary": "Wages rose.", "coverage": 0.5, "faithfulness": 0.5},
-         ]},
-    ]
-    path.write_text(json.dumps(entries))
-    return path
 
 
 def test_perfect_and_reversed_metrics():
@@ -49,7 +32,7 @@ def test_winrate_counts_only_same_source_pairs_by_hand():
 
 
 def test_load_controlled_flattens_and_names_bad_fields(tmp_path):
-    data = load_controlled(_write_controlled(tmp_path / "c.json"))
+    data = load_controlled(write_controlled(tmp_path / "c.json"))
     assert len(data) == 5 and data.source_index == [0, 0, 0, 1, 1]
     assert data.truth["coverage"] == [1.0, 0.5, 0.0, 1.0, 0.5]
     bad = tmp_path / "bad.json"
@@ -67,7 +50,7 @@ def test_every_command_has_help():
 
 
 def test_meta_eval_command_writes_and_resumes(tmp_path, capsys):
-    data = _write_controlled(tmp_path / "c.json")
+    data = write_controlled(tmp_path / "c.json")
     out = tmp_path / "meta.jsonl"
     args = ["meta-eval", "--data", str(data), "--scorers", "rouge-l-recall,rouge-l-precision",
             "--out", str(out), "--n-bootstrap", "20", "--score-cache", "none"]

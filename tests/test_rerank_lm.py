@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from conftest import CONTROLLED_ENTRIES, write_controlled
 from evenhand.decoding.models import tiny_model
 from evenhand.decoding.prompting import DEFAULT_SYSTEM, chat_prompt
 from evenhand.evaluation.schema import Document, Example
@@ -200,21 +201,8 @@ def test_meta_eval_command_with_a_saved_tiny_lm(tmp_path, tiny_causal, capsys):
     model, tok = tiny_causal
     model.save_pretrained(tmp_path / "tiny")
     tok.save_pretrained(tmp_path / "tiny")
-    entries = [
-        {"source": ["The mayor cut taxes. Schools got less money.", "Parks were closed."],
-         "summaries": [
-             {"summary": "The mayor cut taxes; parks closed.", "coverage": 1.0, "faithfulness": 1.0},
-             {"summary": "The mayor cut taxes.", "coverage": 0.5, "faithfulness": 1.0},
-             {"summary": "Aliens landed.", "coverage": 0.0, "faithfulness": 0.0},
-         ]},
-        {"source": ["Wages rose. Prices rose faster."],
-         "summaries": [
-             {"summary": "Wages rose but prices rose faster.", "coverage": 1.0, "faithfulness": 1.0},
-             {"summary": "Wages rose.", "coverage": 0.5, "faithfulness": 0.5},
-         ]},
-    ]
-    data = tmp_path / "controlled.json"
-    data.write_text(json.dumps(entries))
+    entries = CONTROLLED_ENTRIES
+    data = write_controlled(tmp_path / "controlled.json")
     out = tmp_path / "meta.jsonl"
     code = main(["meta-eval", "--data", str(data), "--scorers", "lm-pmi,lm-likelihood,fluency",
                  "--lm-model", str(tmp_path / "tiny"), "--device", "cpu", "--out", str(out),
