@@ -138,6 +138,26 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
         raise ValueError("`prefix_ids` is empty; give at least one prompt token (e.g. bos)")
     if any(len(s) == 0 for s in suffix_ids_list):
         raise ValueError("every suffix in `suffix_ids_list` needs at least one token")
+    if model.config.is_encoder_decoder:
+        return _seq2seq_logprobs(model, prefix_ids, suffix_ids_list)
+    with torch.no_grad():
+        first, packed = packed_logits_after_prefix(model, prefix_ids, [list(s)[:-1] for s in suffix_ids_list])
+        first, packed = first.float(), packed.float()
+        heads = torch.tensor([s[0] for s in suffix_ids_list], dtype=torch.long, device=first.device)
+        first_lp = (first[heads] - torch.logsumexp(first, -1)).cpu()
+        targets = torch.tensor([t for s in suffix_ids_list for t in list(s)[1:]], dtype=torch.long)
+        targets = targets.to(packed.device)
+        rest_lp = (packed.gather(-1, targets[:, None])[:, 0] - torch.logsumexp(packed, -1)).cpu()
+    ends = torch.tensor([len(s) - 1 for s in suffix_ids_list]).cumsum(0).tolist()
+    rests = torch.tensor_split(rest_lp, ends[:-1])
+    return [torch.cat([first_lp[i : i + 1], rest]) for i, rest in enumerate(rests)]
+
+
+def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
+    """``continuation_logprobs`` of a seq2seq LM: the prefix encoded once, the suffixes right-padded."""
+    import torch
+    from transformers.modeling_outputs import BaseModelOutput
+
     device = next(model.parameters()).device
     k, width, plen = len(suffix_ids_list), max(map(len, suffix_ids_list)), len(prefix_ids)
     ids = torch.zeros((k, width), dtype=torch.long)
@@ -147,31 +167,16 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
         mask[row, : len(suffix)] = 1
     ids, mask = ids.to(device), mask.to(device)
     with torch.no_grad():
-        if model.config.is_encoder_decoder:
-            from transformers.modeling_outputs import BaseModelOutput
-
-            prefix = torch.tensor([list(prefix_ids)], device=device)
-            enc_mask = torch.ones((1, plen), dtype=torch.long, device=device)
-            hidden = model.get_encoder()(input_ids=prefix, attention_mask=enc_mask).last_hidden_state
-            start = torch.full((k, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
-            logits = model(
-                encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
-                attention_mask=enc_mask.expand(k, -1),
-                decoder_input_ids=torch.cat([start, ids[:, :-1]], 1),
-                decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
-            ).logits
-        else:
-            first, packed = packed_logits_after_prefix(model, prefix_ids, [list(s)[:-1] for s in suffix_ids_list])
-            first_lp = first.float().log_softmax(-1).cpu()
-            targets = torch.tensor([t for s in suffix_ids_list for t in list(s)[1:]], dtype=torch.long)
-            rest_lp = packed.float().log_softmax(-1).gather(-1, targets.to(packed.device)[:, None])[:, 0].cpu()
-            out, start = [], 0
-            for suffix in suffix_ids_list:
-                n = len(suffix) - 1
-                out.append(torch.cat([first_lp[list(suffix)[:1]], rest_lp[start : start + n]]))
-                start += n
-            return out
-        logits = logits.float()
+        prefix = torch.tensor([list(prefix_ids)], device=device)
+        enc_mask = torch.ones((1, plen), dtype=torch.long, device=device)
+        hidden = model.get_encoder()(input_ids=prefix, attention_mask=enc_mask).last_hidden_state
+        start = torch.full((k, 1), model.config.decoder_start_token_id, dtype=torch.long, device=device)
+        logits = model(
+            encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
+            attention_mask=enc_mask.expand(k, -1),
+            decoder_input_ids=torch.cat([start, ids[:, :-1]], 1),
+            decoder_attention_mask=torch.cat([torch.ones_like(start), mask[:, :-1]], 1),
+        ).logits.float()
         picked = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
     picked = picked.cpu()
     return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
