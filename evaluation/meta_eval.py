@@ -39,6 +39,13 @@ class ControlledSet:
     def __len__(self) -> int:
         return len(self.summaries)
 
+    def first_sources(self, limit: int) -> None:
+        """Keep only the summaries of the first ``limit`` sources (in place)."""
+        keep = [i for i, s in enumerate(self.source_index) if s < limit]
+        self.summaries = [self.summaries[i] for i in keep]
+        self.source_index = [self.source_index[i] for i in keep]
+        self.truth = {t: [v[i] for i in keep] for t, v in self.truth.items()}
+
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""

@@ -108,10 +108,7 @@ def run(args: argparse.Namespace) -> int:
     names, alpha = _check(args)
     data = load_annotated(args.data, targets=[args.target])
     if args.limit is not None:
-        keep = [i for i, s in enumerate(data.source_index) if s < args.limit]
-        data.summaries = [data.summaries[i] for i in keep]
-        data.source_index = [data.source_index[i] for i in keep]
-        data.truth = {t: [v[i] for i in keep] for t, v in data.truth.items()}
+        data.first_sources(args.limit)
     truth, groups = data.truth[args.target], data.source_index
     options = scorer_options(args, names)
     sources = [data.sources[i] for i in groups]

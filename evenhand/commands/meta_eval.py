@@ -44,10 +44,7 @@ def run(args: argparse.Namespace) -> int:
     names = split_names(args.scorers)
     data = load_controlled(args.data)
     if args.limit is not None:
-        keep = [i for i, s in enumerate(data.source_index) if s < args.limit]
-        data.summaries = [data.summaries[i] for i in keep]
-        data.source_index = [data.source_index[i] for i in keep]
-        data.truth = {t: [v[i] for i in keep] for t, v in data.truth.items()}
+        data.first_sources(args.limit)
     store = ResumableJsonl(args.out, key="scorer", resume=args.resume)
     options = scorer_options(args, names)
     sources = [data.sources[i] for i in data.source_index]
