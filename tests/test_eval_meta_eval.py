@@ -124,3 +124,10 @@ def test_rerank_rejects_bad_floors_before_loading_anything(tmp_path, capsys, flo
     out = tmp_path / "rr.jsonl"
     code = main(["rerank", "--data", str(tmp_path / "missing.jsonl"), "--out", str(out), "--floors", floors])
     assert code == 2 and message in capsys.readouterr().err and not out.exists()
+
+
+def test_first_sources_keeps_the_summaries_of_the_first_sources(tmp_path):
+    data = load_controlled(write_controlled(tmp_path / "c.json"))
+    data.first_sources(1)
+    assert data.source_index == [0, 0, 0] and len(data.summaries) == 3
+    assert data.truth["coverage"] == [1.0, 0.5, 0.0] and data.summaries[2] == "Aliens landed."
