@@ -192,6 +192,8 @@ def train_dpo_rr(
 
         n_prompts = min(config.prompts_per_iteration, len(ctx.train))
         check_budget(n_prompts, config.batch_size, config.gradient_accumulation_steps, ctx.world)
+    store.clean_stale()
+    store.wait()
     done = store.finished()
     last = store.last_trained()
     if done:

@@ -121,6 +121,16 @@ class RunStore:
         """``check_resumable(out_dir, config)``."""
         check_resumable(self.out, config)
 
+    def clean_stale(self) -> list[Path]:
+        """Remove what a killed run leaves (``.iter_K.tmp-*``, ``.iter_K.trainer``); main process only."""
+        if not self.is_main or not self.out.is_dir():
+            return []
+        stale = [p for p in self.out.iterdir() if p.is_dir() and p.name.startswith(f".{ITER_PREFIX}")
+                 and (".tmp-" in p.name or p.name.endswith(".trainer"))]
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
+        return stale
+
     def workdir(self, k: int) -> Path:
         """The trainer's scratch folder of iteration ``k`` (``.iter_k.trainer``)."""
         return self.out / f".{ITER_PREFIX}{k}.trainer"
