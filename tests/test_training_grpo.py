@@ -231,6 +231,10 @@ def test_grpo_resume_keeps_finished_iterations_and_matches_a_straight_run(grpo_r
     assert ta.keys() == tb.keys() and all((ta[n] == tb[n]).all() for n in ta)
     t1 = _adapter(iteration_dir(straight, 1))
     assert any(not (t1[n] == tb[n]).all() for n in tb)  # iteration 2 trained further
+    # reference "base" = adapters disabled: iteration 1's policy already differs from it (its
+    # first-step KL is 0: the fresh LoRA is the base model), so iteration 2 measures a KL > 0
+    kl = [json.loads((iteration_dir(straight, k) / "summary.json").read_text())["train"]["kl"] for k in (1, 2)]
+    assert kl[0] == 0.0 and kl[1] > 0.0
 
 
 def test_grpo_resume_refuses_a_method_change(grpo_run, tiny_dir):
