@@ -65,6 +65,12 @@ def test_budget_is_checked_before_any_model_loads(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_score_source_target_is_checked_before_any_model_loads(tmp_path):
+    config = _config(Path("no-such-model"), tmp_path / "run", method="grpo", score_source="target")
+    with pytest.raises(DataError, match="`score_source='target'` needs `meta.document` or documents whose group"):
+        train_dpo_rr(config, scorers={"hash": HashScorer()}, train=_examples())  # no `target` set
+
+
 def test_sampling_settings_follow_the_first_recipe():
     assert sampling_settings("nucleus,top-k,hybrid") == {
         "recipe": "nucleus", "temperature": 1.0, "top_p": 0.9, "top_k": 0,

@@ -204,5 +204,9 @@ def open_run(
 
         fair_scorer = get_scorer("equal-coverage", model=config.fairness_model, progress=False)
     train_examples, dev_examples = load_data(config, train, dev)
+    from evenhand.training.scoring import scoring_source
+
+    for ex in [*train_examples, *dev_examples]:  # DataError now, not after hours of generation
+        scoring_source(ex, config.score_source)
     tag = getattr(config, "method", "dpo-rr")
     return RunContext(config, state, device, scoring, fair_scorer, train_examples, dev_examples, tag=tag)
