@@ -10,19 +10,24 @@ Protocol (Ri, Deas & McKeown 2025, sizes from the YAML file):
    ``scorers`` composite against the target perspective's article, preference
    pairs (``pair_strategy``), one DPO epoch of a LoRA; greedy dev summaries
    after every iteration (``OUT/dpo_rr/iter_K``; ``iter_0`` = zero-shot).
+   With ``--method grpo`` the same fields drive trl's GRPOTrainer (``OUT/grpo``;
+   equal generation budget: prompts x candidates per iteration), sharing the
+   DPO+RR run's zero-shot ``iter_0`` when its settings match.
 3. The RR baseline: best of ``candidates`` samples from the untrained model by
    the same composite (``OUT/rerank``).
 4. Every system's dev summaries get the training composite, its components
    and the untrained checks (``evenhand.training.experiment``): ``OUT/eval/SYSTEM.jsonl|csv``.
 5. Paired bootstrap intervals over dev articles: each iteration and the RR
    baseline against zero-shot, the last iteration against the RR baseline
-   (``OUT/comparison.{csv,jsonl,md}``, ``OUT/differences_vs_*.png``), and a
+   (``OUT/comparison.{csv,jsonl,md}``, ``OUT/{dpo_rr,grpo}_vs_{zero-shot,rerank}.png``), and a
    results store for ``evenhand report --results OUT/results.sqlite --out OUT/report``.
 
 Every stage writes atomically and is skipped when its output exists, so the
 same command resumes an interrupted run.
 
     python scripts/dpo_rr_experiment.py --config scripts/dpo_rr_cpu.yaml --out /work/exp18_runs/cpu
+    python scripts/dpo_rr_experiment.py --config scripts/dpo_rr_cpu.yaml --out /work/exp18_runs/cpu \\
+        --method grpo --batch-size 2 --no-rerank-baseline      # GRPO beside it, same budget
     python scripts/dpo_rr_experiment.py --config scripts/dpo_rr_paper.yaml --out runs/paper   # a GPU
 """
 
@@ -37,7 +42,10 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "theflipside" / "test.json"
-METHODS = ("dpo-rr", "grpo")
+STAGES = ("train", "rerank", "evaluate")
+#: Settings that make two runs' zero-shot dev summaries identical (iter_0 is then shared).
+ZERO_SHOT_KEYS = ("model", "max_new_tokens", "generate_batch_size", "seed", "scorers", "weights",
+                  "normalize", "score_source", "dev_size", "split_key", "data", "device")
 
 
 @dataclass
@@ -46,16 +54,34 @@ class ExperimentConfig:
 
     words: int = field(default=0, metadata={"help": "Cut every article to its first N words (0: keep all)."})
     n_bootstrap: int = field(default=2000, metadata={"help": "Bootstrap resamples of the paired intervals."})
-    method: str = field(default="dpo-rr", metadata={"help": "dpo-rr, or grpo (needs evenhand.training.train_grpo)."})
     rerank_baseline: bool = field(default=True, metadata={"help": "Run best-of-N reranking without training."})
+    eval_iterations: str = field(
+        default="all",
+        metadata={"help": "Dev summaries of 'all' iterations (inside the run, as train_dpo_rr does) or only "
+                          "the 'last' (after training, from its adapter; saves dev passes on a slow machine)."},
+    )
+    stages: str = field(
+        default="train,rerank,evaluate",
+        metadata={"help": "Stages to run now (finished ones are skipped): train, rerank, evaluate; run "
+                          "`--stages rerank` in a second process beside `--stages train` to overlap them."},
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.words, int) or self.words < 0:
             raise ValueError(f"`words` must be a non-negative int, got {self.words!r}")
+        if self.eval_iterations not in ("all", "last"):
+            raise ValueError(f"`eval_iterations` must be 'all' or 'last', got {self.eval_iterations!r}")
+        unknown = set(self.stage_list) - set(STAGES)
+        if unknown or not self.stage_list:
+            raise ValueError(f"`stages` must name some of {', '.join(STAGES)}, got {self.stages!r}")
         if not isinstance(self.n_bootstrap, int) or self.n_bootstrap < 100:
             raise ValueError(f"`n_bootstrap` must be an int >= 100, got {self.n_bootstrap!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"`method` must be one of {METHODS}, got {self.method!r}")
+
+
+    @property
+    def stage_list(self) -> list[str]:
+        """The stages to run."""
+        return [x.strip() for x in self.stages.split(",") if x.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=None, help="YAML of ExperimentConfig and DPORRConfig fields.")
-    parser.add_argument("--out", required=True, help="Experiment folder (the run goes to OUT/dpo_rr).")
+    parser.add_argument("--out", required=True, help="Experiment folder (runs go to OUT/dpo_rr, OUT/grpo).")
     add_dataclass_arguments(parser, ExperimentConfig)
     add_dataclass_arguments(parser, DPORRConfig, skip=("out_dir", "dev_data"))
     return parser
@@ -94,8 +120,41 @@ def load_configs(args: argparse.Namespace) -> tuple[ExperimentConfig, Any]:
     run = {k: v for k, v in values.items() if k in run_names}
     run.setdefault("data", str(DATA))
     run.setdefault("split_key", "topic")
-    run["out_dir"] = str(Path(args.out) / "dpo_rr")
+    run["out_dir"] = str(Path(args.out) / run_folder(run.get("method", "dpo-rr")))
     return experiment, DPORRConfig(**run)
+
+
+def run_folder(method: str) -> str:
+    """``OUT``'s subfolder of a method's run: ``dpo_rr`` or ``grpo``."""
+    return method.replace("-", "_")
+
+
+def share_zero_shot(out: Path, config: Any) -> None:
+    """Copy another method's finished ``iter_0`` into this run when its zero-shot settings are the same.
+
+    Zero-shot summaries depend only on the base model, the dev split and the
+    generation and scoring settings (:data:`ZERO_SHOT_KEYS`), so a GRPO run
+    next to a DPO+RR run (or the reverse) need not summarize the dev split again.
+    """
+    import shutil
+
+    from evenhand.training.loop import finished_iterations, iteration_dir
+
+    mine = Path(config.out_dir)
+    if 0 in finished_iterations(mine) or (mine / "manifest.json").is_file():
+        return
+    for other in (out / run_folder(m) for m in ("dpo-rr", "grpo")):
+        if other == mine or 0 not in finished_iterations(other) or not (other / "manifest.json").is_file():
+            continue
+        theirs = json.loads((other / "manifest.json").read_text(encoding="utf-8"))["config"]
+        if all(theirs.get(k) == getattr(config, k) for k in ZERO_SHOT_KEYS):
+            mine.mkdir(parents=True, exist_ok=True)
+            tmp = mine / ".iter_0.shared"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(iteration_dir(other, 0), tmp)
+            tmp.replace(iteration_dir(mine, 0))
+            print(f"[experiment] zero-shot dev summaries shared from {other}", flush=True)
+            return
 
 
 def load_split(experiment: ExperimentConfig, config: Any, out: Path) -> tuple[list, list]:
@@ -112,22 +171,54 @@ def load_split(experiment: ExperimentConfig, config: Any, out: Path) -> tuple[li
     if config.split_key:
         check_split(train, dev, config.split_key)
     key = config.split_key
-    write_json(out / "split.json", {
-        "train": [ex.id for ex in train], "dev": [ex.id for ex in dev],
+    split = {
+        "words": experiment.words, "train": [ex.id for ex in train], "dev": [ex.id for ex in dev],
         "dev_groups": sorted({str(ex.meta.get(key)) for ex in dev}) if key else [],
         "train_groups": sorted({str(ex.meta.get(key)) for ex in train}) if key else [],
-    })
+    }
+    path = out / "split.json"
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        if {k: old.get(k) for k in split} != split:
+            raise ValueError(f"{path} holds another split or `words` ({old.get('words')}); "
+                             "use the same data settings or another --out")
+    write_json(path, split)
     return train, dev
 
 
-def systems_of(out: Path, experiment: ExperimentConfig) -> dict[str, Path]:
-    """system name -> its dev.jsonl: zero-shot, dpo-rr-K per finished iteration, rerank."""
+def dev_after_training(out: Path, config: Any, dev: list) -> None:
+    """Greedy dev summaries of the zero-shot model (unless ``iter_0`` has them) and the last adapter."""
+    from evenhand.training.experiment import greedy_dev
     from evenhand.training.loop import finished_iterations, iteration_dir
 
-    run = out / "dpo_rr"
+    run = Path(config.out_dir)
+    done = finished_iterations(run)
+    if 0 not in done:
+        print(f"[experiment] zero-shot greedy on {len(dev)} dev articles", flush=True)
+        greedy_dev(config, dev, None, out / "dev" / "zero-shot")
+    last = max([k for k in done if k > 0], default=0)
+    if last:
+        print(f"[experiment] {config.method}-{last} greedy on {len(dev)} dev articles", flush=True)
+        greedy_dev(config, dev, str(iteration_dir(run, last) / "adapter"), out / "dev" / f"{config.method}-{last}")
+
+
+def systems_of(out: Path) -> dict[str, Path]:
+    """system name -> its dev.jsonl: zero-shot, dpo-rr-K and grpo-K per finished iteration, rerank."""
+    from evenhand.training.loop import finished_iterations, iteration_dir
+
     systems = {}
-    for k in finished_iterations(run):
-        systems["zero-shot" if k == 0 else f"{experiment.method}-{k}"] = iteration_dir(run, k) / "dev.jsonl"
+    for method in ("dpo-rr", "grpo"):
+        run = out / run_folder(method)
+        for k in finished_iterations(run):
+            name = "zero-shot" if k == 0 else f"{method}-{k}"
+            inside = iteration_dir(run, k) / "dev.jsonl"
+            after = out / "dev" / name / "dev.jsonl"
+            if inside.is_file() and inside.stat().st_size > 0:
+                systems.setdefault(name, inside)
+            elif (after.parent / "summary.json").is_file():
+                systems.setdefault(name, after)
+    if (out / "dev" / "zero-shot" / "summary.json").is_file():
+        systems.setdefault("zero-shot", out / "dev" / "zero-shot" / "dev.jsonl")
     if (out / "rerank" / "summary.json").is_file():
         systems["rerank"] = out / "rerank" / "dev.jsonl"
     return systems
@@ -208,25 +299,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    train, dev = load_split(experiment, config, out)
+    try:
+        train, dev = load_split(experiment, config, out)
+    except ValueError as err:
+        print(f"dpo_rr_experiment: error: {err}", file=sys.stderr)
+        return 2
     print(f"[experiment] train {len(train)} / dev {len(dev)} articles, split by {config.split_key}", flush=True)
-    if experiment.method == "grpo":
-        try:
-            from evenhand.training import train_grpo  # type: ignore[attr-defined]
-        except ImportError:
-            print("dpo_rr_experiment: error: --method grpo needs evenhand.training.train_grpo "
-                  "(the grpo branch); use --method dpo-rr", file=sys.stderr)
-            return 2
-        train_grpo(config, train=train, dev=dev)
-    else:
-        train_dpo_rr(config, train=train, dev=dev)
-    if experiment.rerank_baseline:
+    stages = experiment.stage_list
+    if "train" in stages:
+        share_zero_shot(out, config)
+        # eval_iterations=last: the run trains without dev passes; the last adapter is summarized below
+        train_dpo_rr(config, train=train, dev=dev if experiment.eval_iterations == "all" else [])
+        if experiment.eval_iterations == "last":
+            dev_after_training(out, config, dev)
+    if "rerank" in stages and experiment.rerank_baseline:
         from evenhand.training.experiment import rerank_baseline
 
         print(f"[experiment] rerank baseline: best of {config.candidates} on {len(dev)} dev articles", flush=True)
         rerank_baseline(config, dev, out / "rerank", progress=config.progress)
+    if "evaluate" not in stages:
+        return 0
 
-    systems = systems_of(out, experiment)
+    systems = systems_of(out)
     rows = evaluate_systems(out, systems, dev)
     metrics = ["composite", *config.scorer_names, *CHECKS]
     trained = [s for s in systems if s not in ("zero-shot", "rerank")]
@@ -234,17 +328,26 @@ def main(argv: list[str] | None = None) -> int:
     if "rerank" in systems:
         pairs.append(("rerank", "zero-shot"))
         pairs += [(s, "rerank") for s in trained]
+    last = {m: max((s for s in trained if s.startswith(m + "-")), key=lambda s: int(s.rsplit("-", 1)[1]),
+                   default=None) for m in ("dpo-rr", "grpo")}
+    if last["dpo-rr"] and last["grpo"]:
+        pairs.append((last["grpo"], last["dpo-rr"]))
     table = comparison_table(rows, pairs, metrics, n_resamples=experiment.n_bootstrap, seed=config.seed)
     write_jsonl(out / "comparison.jsonl", table)
     write_csv(out / "comparison.csv", table)
     (out / "comparison.md").write_text(format_table(table) + "\n", encoding="utf-8")
-    order = ["zero-shot", *trained]
     reference = "rerank" if "rerank" in systems else None
-    plot_differences(table, order, "zero-shot", out / "differences_vs_zero-shot.png", reference=reference)
-    if reference:
-        plot_differences(table, trained, "rerank", out / "differences_vs_rerank.png")
+    for method in ("dpo-rr", "grpo"):
+        mine = [s for s in trained if s.startswith(method + "-")]
+        if not mine:
+            continue
+        slug = run_folder(method)
+        plot_differences(table, ["zero-shot", *mine], "zero-shot", out / f"{slug}_vs_zero-shot.png",
+                         reference=reference, label=method)
+        if reference:
+            plot_differences(table, mine, "rerank", out / f"{slug}_vs_rerank.png", label=method)
     write_store(out, rows, experiment, config)
-    print(format_table([r for r in table if r["system"] in (trained[-1:] + ["rerank"])]) if trained else "")
+    print(format_table([r for r in table if r["system"] in [v for v in last.values() if v]]))
     print(f"[experiment] tables, plots and results.sqlite in {out}", flush=True)
     return 0
 

@@ -167,3 +167,80 @@ def test_shipped_experiment_configs_load(tmp_path: Path) -> None:
     bad.write_text("iterations: 3\nlearning_rte: 0.1\n")
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['learning_rte'\]"):
         script.load_configs(script.build_parser().parse_args(["--config", str(bad), "--out", str(tmp_path)]))
+
+
+# ------------------------------------------------------------------ dev passes after training (tiny model)
+
+
+def _review(i: int) -> Example:
+    return Example(
+        id=f"e{i}",
+        documents=[Document(f"Review {i}: the food was good and fresh.", "pos"),
+                   Document(f"Review {i}: the service was slow and rude.", "neg")],
+        attribute="sentiment", meta={"topic": f"t{i}"},
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_causal):  # noqa: ANN001, ANN201
+    from evenhand.training import DPORRConfig, train_dpo_rr
+
+    model, tok = tiny_causal
+    tiny = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(tiny)
+    tok.save_pretrained(tiny)
+    out = tmp_path_factory.mktemp("exp")
+    config = DPORRConfig(
+        model=str(tiny), out_dir=str(out / "dpo_rr"), iterations=1, prompts_per_iteration=2, candidates=3,
+        max_new_tokens=6, batch_size=2, learning_rate=1e-2, scorers="rouge-l-recall", progress=False,
+        generate_batch_size=4, seed=3, device="cpu",
+    )
+    dev = [_review(7), _review(8)]
+    train_dpo_rr(config, train=[_review(i) for i in range(4)], dev=dev)
+    return config, dev, out
+
+
+def test_greedy_dev_matches_the_loops_dev_pass(tiny_run) -> None:  # noqa: ANN001
+    from evenhand.evaluation.jsonl import read_jsonl
+    from evenhand.training.experiment import greedy_dev
+
+    config, dev, out = tiny_run
+    run = Path(config.out_dir)
+    for name, model, inside in (("zero-shot", None, run / "iter_0"),
+                                ("dpo-rr-1", str(run / "iter_1" / "adapter"), run / "iter_1")):
+        loop = read_jsonl(inside / "dev.jsonl")
+        after = greedy_dev(config, dev, model, out / "dev" / name)
+        assert [r["summary"] for r in after] == [r["summary"] for r in loop]
+        assert [r["composite"] for r in after] == pytest.approx([r["composite"] for r in loop])
+        assert (out / "dev" / name / "summary.json").is_file()
+    # stored: a second call reads the files and loads no model (a missing model would raise)
+    again = greedy_dev(dataclasses_replace(config, model="/nonexistent"), dev, None, out / "dev" / "zero-shot")
+    assert [r["summary"] for r in again] == [r["summary"] for r in read_jsonl(run / "iter_0" / "dev.jsonl")]
+
+
+def test_rerank_baseline_keeps_the_best_candidate(tiny_run) -> None:  # noqa: ANN001
+    from evenhand.rerank.scorers.composite import set_composite
+    from evenhand.training.experiment import rerank_baseline
+
+    config, dev, out = tiny_run
+    records = rerank_baseline(config, dev, out / "rerank", progress=False)
+    assert [r["id"] for r in records] == ["e7", "e8"]
+    for r in records:
+        assert len(r["candidates"]) == 3 and r["summary"] == r["candidates"][r["best_index"]]
+        assert r["composite"] == pytest.approx(r["scores"]["rouge-l-recall"])  # one scorer: composite = raw
+    from evenhand.rerank.registry import get_scorer
+    from evenhand.training.scoring import scoring_source
+
+    scorer = get_scorer("rouge-l-recall", progress=False)
+    for ex, r in zip(dev, records):
+        raw = scorer.score([scoring_source(ex)] * 3, r["candidates"])
+        norm = set_composite({"rouge-l-recall": raw}, {"rouge-l-recall": 1.0}, "minmax")
+        assert norm[r["best_index"]] == max(norm)
+    stored = rerank_baseline(dataclasses_replace(config, model="/nonexistent"), dev, out / "rerank")
+    assert stored == records
+
+
+def dataclasses_replace(config, **changes):  # noqa: ANN001, ANN201
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)

@@ -140,6 +140,43 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
     return records
 
 
+def greedy_dev(config: Any, dev: Sequence[Example], model: str | None, out: Path) -> list[dict]:
+    """Greedy dev summaries of ``model`` (a LoRA adapter folder, or None: the base) scored like the loop's.
+
+    The same generation and scoring as ``train_dpo_rr``'s per-iteration dev
+    evaluation, run after training (so a run can train without evaluating
+    every iteration). Writes ``out/dev.jsonl`` and ``out/summary.json``; when
+    ``out/summary.json`` exists, the stored records are returned instead.
+    """
+    import time
+
+    import torch
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import read_jsonl
+    from evenhand.training.scoring import registry_scoring
+
+    if (out / "summary.json").is_file():
+        return read_jsonl(out / "dev.jsonl")
+    start = time.perf_counter()
+    scoring = registry_scoring(config.scorer_names, config.weights, config.normalize, config.score_source)
+    policy, tok = load_generator(model or config.model, device=config.device or "cpu", dtype=torch.float32)
+    policy.eval()
+    texts = generate(
+        policy, tok, list(dev),
+        GenerateConfig(max_new_tokens=config.max_new_tokens, batch_size=config.generate_batch_size,
+                       num_beams=1, seed=config.seed),
+        progress=False,
+    )
+    raw = scoring.raw(list(dev), texts)
+    composite = scoring.weighted(raw)
+    records = [{"position": i, "id": ex.id, "summary": text, "composite": composite[i],
+                "scores": {name: raw[name][i] for name in raw}} for i, (ex, text) in enumerate(zip(dev, texts))]
+    summary = {"model": model or config.model, "dev_examples": len(records), "seconds": time.perf_counter() - start}
+    commit_folder(out, {"dev.jsonl": records, "summary.json": summary})
+    return records
+
+
 def evaluate_summaries(
     dev: Sequence[Example], records: Sequence[Mapping[str, Any]], fluency: Any, equal_coverage: Any,
 ) -> list[dict[str, Any]]:
@@ -249,7 +286,7 @@ def format_table(table: Sequence[Mapping[str, Any]]) -> str:
 
 def plot_differences(
     table: Sequence[Mapping[str, Any]], systems: Sequence[str], baseline: str, path: str | Path,
-    reference: str | None = None,
+    reference: str | None = None, label: str = "trained",
 ) -> Path:
     """PNG: per metric, ``system - baseline`` with its interval for each of ``systems`` in order.
 
@@ -270,7 +307,7 @@ def plot_differences(
         rs = [cells[(systems[i], metric)] for i in xs]
         ys = [r["diff"] for r in rs]
         err = [[max(r["diff"] - r["lower"], 0.0) for r in rs], [max(r["upper"] - r["diff"], 0.0) for r in rs]]
-        ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label="DPO+RR")
+        ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=3, label=label)
         if reference is not None and (reference, metric) in cells:
             ref = cells[(reference, metric)]
             ax.axhline(ref["diff"], color="C1", ls="--", lw=1, label=reference)
