@@ -188,7 +188,10 @@ class DPORRConfig:
         """Options of the other method: conflicting ones raise, ignored ones warn."""
         import warnings
 
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        defaults = {
+            f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(self)
+        }
         ignored = DPO_ONLY if self.method == "grpo" else GRPO_ONLY
         changed = [name for name in ignored if getattr(self, name) != defaults[name]]
         if changed:

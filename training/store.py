@@ -65,7 +65,10 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
         return
     old = json.loads(manifest.read_text(encoding="utf-8")).get("config", {})
     new = config.to_dict()
-    defaults = {f.name: f.default for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else {}
+    defaults = {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(config)
+    } if dataclasses.is_dataclass(config) else {}
     changed = sorted(
         k for k in set(old) | set(new)
         if k not in RESUMABLE_CHANGES and old.get(k, defaults.get(k)) != new.get(k)
