@@ -260,7 +260,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.rerank.reranker import build_floor_scorers
     from evenhand.rerank.scorer import share_model
 

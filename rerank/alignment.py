@@ -308,6 +308,8 @@ class AlignmentBackendMixin:
 
     _backend: Any = None
     config: Any
+    #: ``--align-model``, ``--align-base`` and ``--device`` set these config fields.
+    cli_options = {"align_model": "model", "align_base": "base_model", "device": "device"}
 
     @property
     def backend(self) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(

@@ -40,7 +40,7 @@ from typing import Any
 
 from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.scorer import Scorer
+from evenhand.evaluation.scorer import Scorer
 
 #: The paper's three samplers: GenerateConfig fields each one sets.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -247,7 +247,7 @@ def build_floor_scorers(
     options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Scorer]:
     """The scorers behind ``floors``: the selection scorer's own component where it has one."""
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     components = getattr(scorer, "components", {})
     options = options or {}

@@ -104,7 +104,7 @@ def test_extending_guide_runs() -> None:
     """docs/extending.md's Python blocks run as written (their asserts hold)."""
     import re
 
-    from evenhand.rerank.registry import unregister
+    from evenhand.evaluation.registry import unregister
 
     text = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
@@ -121,7 +121,7 @@ def test_extending_guide_runs() -> None:
 
 
 def test_every_scorer_module_registers_without_a_list() -> None:
-    from evenhand.rerank.registry import _REGISTRY, available
+    from evenhand.evaluation.registry import _REGISTRY, available
 
     available()  # first lookup imports every module of evenhand.rerank.scorers
     registered_from = {cls.__module__.rsplit(".", 1)[-1] for cls in _REGISTRY.values()}

@@ -30,7 +30,7 @@ SCORE_SOURCES = ("documents", "target")
 
 def scoring_source(example: Example, mode: str = "documents") -> Example:
     """The example a scorer sees for ``example`` under ``mode`` (see module)."""
-    from evenhand.rerank.scorer import target_view
+    from evenhand.evaluation.scorer import target_view
 
     if mode == "documents":
         return example
@@ -106,7 +106,7 @@ def registry_scoring(
     cache_dir: str | None = None,
 ) -> Scoring:
     """A ``Scoring`` of registered scorers (``evenhand.rerank.registry.get_scorer``)."""
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
     ws = None if weights is None else [float(w) for w in split_list(weights, "weights", empty_ok=True)]

@@ -13,7 +13,7 @@ _SAMPLER_FIELDS = ("do_sample", "num_beams", "top_p", "top_k", "temperature", "s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model, scorer and sampling options."""
-    from evenhand.commands._scoring import add_scorer_options
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
     from evenhand.decoding.generate import GenerateConfig
 
     parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--scorers", default=DEFAULT_SCORERS,
-        help=f"Comma-separated registered scorers, combined by `composite` (default: {DEFAULT_SCORERS}).",
+        help=scorers_help(
+            f"Comma-separated registered scorers, combined by `composite` (default: {DEFAULT_SCORERS})."
+        ),
     )
     floors = ",".join(f"{k}={v:g}" for k, v in DEFAULT_FLOORS.items())
     parser.add_argument(
@@ -55,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.commands._scoring import score_cache, scorer_options, split_names
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
     from evenhand.rerank.scorer import share_model
 

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
 from evenhand.rerank.alignment import AlignmentBackendMixin
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.evaluation.lists import split_list
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
+from evenhand.evaluation.registry import register
+from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
 
@@ -135,7 +135,7 @@ class CompositeScorer(Scorer):
     def __init__(self, config: CompositeConfig | None = None, cache_dir: Any = None,
                  components: dict[str, Scorer] | None = None) -> None:
         super().__init__(config, cache_dir)
-        from evenhand.rerank.registry import get_scorer
+        from evenhand.evaluation.registry import get_scorer
 
         given = components or {}
         self.components: dict[str, Scorer] = {

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
 from evenhand.rerank.alignment import AlignmentBackendMixin
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
 from evenhand.rerank.text import split_sentences, word_blocks
 
 

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
+from evenhand.evaluation.scorer import ScorerConfig
 from evenhand.rerank.lm_prefix import LmBackedScorer
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import ScorerConfig
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -141,6 +141,7 @@ class LlmJudge(LmBackedScorer):
     """A 1-5 rubric judge; subclasses set ``template``."""
 
     Config = JudgeConfig
+    cli_options = {"judge_model": "model", "device": "device"}
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
 

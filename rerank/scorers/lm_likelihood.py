@@ -68,10 +68,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.decoding.prompting import DEFAULT_SYSTEM
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
+from evenhand.evaluation.scorer import ScorerConfig
 from evenhand.rerank.lm_prefix import LmBackedScorer, continuation_logprobs
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import ScorerConfig
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
@@ -174,6 +174,7 @@ class LmScorer(LmBackedScorer):
     """
 
     Config = LmConfig
+    cli_options = {"lm_model": "model", "device": "device"}
     detail_fields = ("n_tokens", "model", "empty")
 
     @property
