@@ -80,7 +80,7 @@ def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
     return [get_scorer(name, cache_dir=score_cache(args), **options[name]) for name in names]
 
 
-def split_names(text: str, flag: str = "--scorers") -> list[str]:
+def split_names(text: str | list[str], flag: str = "--scorers") -> list[str]:
     """Comma-separated scorer names, each checked against the registry (errors name ``flag``).
 
     An unknown name raises DataError ("--scorers: Unknown scorer 'x'. Available: ..."),

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if floors:
         split_names(",".join(floors), "--floors")  # the floor scorers must exist too
     scorer = get_scorer(
-        "composite", cache_dir=score_cache(args), scorers=",".join(names), weights=args.weights,
+        "composite", cache_dir=score_cache(args), scorers=names, weights=args.weights,
         normalize=args.normalize, options=scorer_options(args, names),
     )
     config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)

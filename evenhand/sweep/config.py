@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.configs import as_list
 from evenhand.evaluation.schema import DataError
 
 #: Setting keys that are not GenerateConfig fields.
@@ -219,14 +219,11 @@ class SweepConfig:
                 raise DataError(f"cell {cell.name!r}: `candidates` must be a positive int, got {cell.candidates}")
 
 
-def _as_list(value: Any, key: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return split_list(value, key, empty_ok=True)
-    if isinstance(value, list):
-        return value
-    raise DataError(f"`{key}` must be a list or a comma-separated string, got {value!r}")
+def _as_list(value: Any, key: str) -> list[str]:
+    try:
+        return as_list(value, key) or []
+    except ValueError as err:
+        raise DataError(str(err)) from None
 
 
 def parse_sweep(data: dict[str, Any], folder: str | Path = ".", stem: str = "sweep", text: str = "") -> SweepConfig:
