@@ -96,6 +96,29 @@ def config_from_args(
         raise DataError(str(err)) from None
 
 
+#: Options several commands share: name -> (flag, argparse keywords). See ``add_common_options``.
+COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "data": ("--data", {"required": True, "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json."}),
+    "model": ("--model", {
+        "default": "smollm2-135m-instruct",
+        "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
+    }),
+    "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
+    "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
+    "no_resume": ("--no-resume", {
+        "dest": "resume", "action": "store_false",
+        "help": "Start afresh instead of skipping examples already in --out.",
+    }),
+}
+
+
+def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: str) -> None:
+    """Add the shared options ``names`` (keys of :data:`COMMON_OPTIONS`); ``helps`` rewords their help."""
+    for name in names:
+        flag, keywords = COMMON_OPTIONS[name]
+        parser.add_argument(flag, **{**keywords, "help": helps.get(name, keywords["help"])})
+
+
 def load_limited(path: str, limit: int | None) -> list[Any]:
     """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
     from evenhand.evaluation.loaders import load_examples

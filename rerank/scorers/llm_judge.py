@@ -20,8 +20,7 @@ from typing import Any
 
 from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
-from evenhand.evaluation.scorer import ScorerConfig
-from evenhand.rerank.lm_prefix import LmBackedScorer
+from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -112,22 +111,12 @@ def parse_score(reply: str) -> int:
 
 
 @dataclass
-class JudgeConfig(ScorerConfig):
+class JudgeConfig(LmBackedConfig):
     """Settings of the LLM judges."""
 
-    model: str = field(
-        default="smollm2-135m-instruct",
-        metadata={"help": "Judge model: embedded alias, local folder or cached HF id."},
-    )
-    mode: str = field(
-        default="expected",
-        metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."},
-    )
-    max_prompt_tokens: int = field(
-        default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."}
-    )
+    mode: str = field(default="expected", metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."})
+    max_prompt_tokens: int = field(default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."})
     batch_size: int = field(default=8, metadata={"help": "Prompts per forward pass."})
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
