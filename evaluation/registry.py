@@ -177,7 +177,9 @@ def get_scorer(name: str, cache_dir: str | Path | None = None, **config: Any) ->
         raise TypeError(
             f"scorer {name!r} has no option(s) {unknown}; its options: {', '.join(sorted(fields))}"
         )
-    return cls(cls.Config(**config), cache_dir=cache_dir)
+    scorer = cls(cls.Config(**config), cache_dir=cache_dir)
+    scorer.label = name
+    return scorer
 
 
 def unregister(name: str) -> None:

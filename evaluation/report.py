@@ -66,7 +66,7 @@ def resolve_scorers(scorers: str | Iterable[str | Scorer]) -> list[Scorer]:
     built: dict[str, Scorer] = {}
     for item in scorers:
         scorer = item if isinstance(item, Scorer) else get_scorer(check_names([item], "metrics")[0])
-        built.setdefault(scorer.name, scorer)
+        built.setdefault(scorer.label, scorer)
     if not built:
         check_names([], "metrics")  # raises: no scorer given
     return list(built.values())
@@ -90,14 +90,14 @@ def evaluate(
 
         bar = tqdm(total=len(items), desc="evaluate", unit="summary")
     rows: list[Row] = []
-    records: dict[str, list[Row]] = {s.name: [] for s in chosen}
+    records: dict[str, list[Row]] = {s.label: [] for s in chosen}
     try:
         for lo in range(0, len(items), EVALUATE_BLOCK):
             block = items[lo : lo + EVALUATE_BLOCK]
             block_rows: list[Row] = [{"id": i.id, "example_id": i.example.id} for i in block]
             for scorer in chosen:
                 details = scorer.score_details([i.example for i in block], [i.summary for i in block])
-                records[scorer.name].extend(details)
+                records[scorer.label].extend(details)
                 for row, detail in zip(block_rows, details):
                     row.update(scorer.columns(detail))
             rows.extend(block_rows)
@@ -109,7 +109,7 @@ def evaluate(
     corpus = [
         {"metric": stat, "value": value, "n": len(items)}
         for scorer in chosen
-        for stat, value in scorer.aggregate(records[scorer.name]).items()
+        for stat, value in scorer.aggregate(records[scorer.label]).items()
     ]
     return EvaluationReport(rows=rows, corpus=corpus)
 

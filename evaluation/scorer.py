@@ -125,6 +125,8 @@ class Scorer:
             raise TypeError(
                 f"scorer {self.name!r} takes a {self.Config.__name__}, got {type(self.config).__name__}"
             )
+        #: The name it was asked for (``calibrated:x.json``), set by ``get_scorer``; names its columns.
+        self.label = self.name
         self._cache: dict[str, dict[str, Any]] = {}
         self._cache_file: Path | None = None
         if cache_dir is not None and self.cacheable:
@@ -167,22 +169,22 @@ class Scorer:
     def columns(self, record: dict[str, Any]) -> dict[str, Any]:
         """One output's columns in ``evaluate``'s per-summary table, from its ``score_details`` record.
 
-        By default the score under the scorer's name, plus ``<name>_backend``
-        naming the model when there is one.
+        By default the score under the name the scorer was asked for (``label``),
+        plus ``<label>_backend`` naming the model when there is one.
         """
-        row: dict[str, Any] = {self.name: float(record["score"])}
+        row: dict[str, Any] = {self.label: float(record["score"])}
         if self.model_id:
-            row[f"{self.name}_backend"] = self.model_id
+            row[f"{self.label}_backend"] = self.model_id
         return row
 
     def aggregate(self, records: list[dict[str, Any]]) -> dict[str, float]:
         """Corpus statistics over the outputs' ``score_details`` records.
 
-        By default the mean score under the scorer's name; corpus metrics
-        (FairSumm's BUR/UER/SOF...) override this.
+        By default the mean score under the name the scorer was asked for
+        (``label``); corpus metrics (FairSumm's BUR/UER/SOF...) override this.
         """
         values = [float(r["score"]) for r in records]
-        return {self.name: sum(values) / len(values)}
+        return {self.label: sum(values) / len(values)}
 
     def cache_clear(self) -> None:
         """Forget the in-memory cache (the on-disk file is kept)."""

@@ -133,3 +133,20 @@ def test_cli_flags_reach_scorers_through_their_declared_options():
         "lm-pmi": {"model": "l", "device": "cpu", "batch_size": 3},
         "mint": {"batch_size": 3},
     }
+
+
+def test_a_scorer_named_with_an_argument_keeps_that_name_in_the_tables(tmp_path, capsys):
+    from tests.test_eval_calibration import _annotated
+
+    cal = tmp_path / "cal.json"
+    assert main(["calibrate", "--data", str(_annotated(tmp_path / "human.jsonl")), "--target", "coverage",
+                 "--scorers", "rouge-l-recall,rouge-l-precision", "--out", str(cal), "--folds", "3",
+                 "--n-bootstrap", "20", "--score-cache", "none"]) == 0
+    source = "The council cut the bus budget. Riders protested."
+    items = [Scored("a", Example("e", [Document(source)]), "The council cut the bus budget."),
+             Scored("b", Example("f", [Document(source)]), "Aliens opened a bakery.")]
+    name = f"calibrated:{cal}"
+    report = evaluate(items, [get_scorer(name, progress=False), "rouge-l-recall"])
+    assert list(report.rows[0])[:3] == ["id", "example_id", name] and "rouge-l-recall" in report.rows[0]
+    assert report.rows[0][name] > report.rows[1][name]
+    assert [r["metric"] for r in report.corpus] == [name, "rouge-l-recall"]
