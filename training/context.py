@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from evenhand.evaluation.jsonl import write_json
-from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.config import DPORRConfig
 from evenhand.training.scoring import Scoring
@@ -186,8 +185,7 @@ def build_scoring(config: DPORRConfig, scorers: Mapping[str, Any] | None = None)
 
     c = config
     if scorers is not None:
-        ws = None if c.weights is None else [float(w) for w in split_list(c.weights, "weights", empty_ok=True)]
-        return Scoring(scorers, ws, c.normalize, c.score_source)
+        return Scoring(scorers, c.weights, c.normalize, c.score_source)
     return registry_scoring(c.scorer_names, c.weights, c.normalize, c.score_source)
 
 
@@ -200,7 +198,7 @@ def open_run(
     scoring = build_scoring(config, scorers)
     fair_scorer = None
     if config.fairness:
-        from evenhand.rerank.registry import get_scorer
+        from evenhand.evaluation.registry import get_scorer
 
         fair_scorer = get_scorer("equal-coverage", model=config.fairness_model, progress=False)
     train_examples, dev_examples = load_data(config, train, dev)

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.configs import as_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.context import RunContext
 from evenhand.training.scoring import Scoring
@@ -78,7 +78,9 @@ def sampling_settings(recipes: str | Sequence[str]) -> dict[str, Any]:
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.rerank.reranker import RECIPES
 
-    names = split_list(recipes, "recipes", empty_ok=True) if isinstance(recipes, str) else list(recipes)
+    names = as_list(recipes, "recipes") or []
+    if not names:
+        raise ValueError("`recipes` is empty; give at least one of the rerank.RECIPES samplers")
     values = {f.name: f.default for f in dataclasses.fields(GenerateConfig)}
     values.update(RECIPES[names[0]])
     return {

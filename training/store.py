@@ -56,16 +56,22 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
     """Raise ValueError if ``out_dir`` holds a run with other settings than ``config`` (``to_dict()``).
 
     Fields missing from an older manifest count as their current default, so a
-    run written before a field existed resumes when the field keeps its default.
+    run written before a field existed resumes when the field keeps its default;
+    list fields stored as comma strings compare as lists (``evaluation.configs.normalized``).
     """
     import dataclasses
 
     manifest = Path(out_dir) / MANIFEST
     if not manifest.is_file():
         return
-    old = json.loads(manifest.read_text(encoding="utf-8")).get("config", {})
+    from evenhand.evaluation.configs import normalized
+
+    old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
     new = config.to_dict()
-    defaults = {f.name: f.default for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else {}
+    defaults = {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(config)
+    } if dataclasses.is_dataclass(config) else {}
     changed = sorted(
         k for k in set(old) | set(new)
         if k not in RESUMABLE_CHANGES and old.get(k, defaults.get(k)) != new.get(k)
