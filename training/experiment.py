@@ -299,6 +299,8 @@ def plot_differences(
 
     metrics = list(dict.fromkeys(r["metric"] for r in table if r["baseline"] == baseline))
     cells = {(r["system"], r["metric"]): r for r in table if r["baseline"] == baseline}
+    for metric in metrics:  # the baseline itself: difference 0, no interval
+        cells.setdefault((baseline, metric), {"diff": 0.0, "lower": 0.0, "upper": 0.0})
     cols = min(4, len(metrics))
     nrows = math.ceil(len(metrics) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 2.8 * nrows), squeeze=False)
