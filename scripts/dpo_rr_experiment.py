@@ -277,12 +277,14 @@ def write_store(out: Path, rows: dict[str, list[dict]], experiment: ExperimentCo
             for i, r in enumerate(system_rows)
         )
     store.close()
+    for stale in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)  # a reader's journal of the old file must not meet the new one
     tmp.replace(path)
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evenhand.evaluation.jsonl import write_csv, write_jsonl
+    from evenhand.evaluation.jsonl import atomic_open, write_csv, write_jsonl
     from evenhand.training import train_dpo_rr
     from evenhand.training.experiment import (
         CHECKS,
@@ -321,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     systems = systems_of(out)
+    if "zero-shot" not in systems:
+        print(f"dpo_rr_experiment: error: {out} has no zero-shot dev summaries yet; run the train stage first",
+              file=sys.stderr)
+        return 2
     rows = evaluate_systems(out, systems, dev)
     metrics = ["composite", *config.scorer_names, *CHECKS]
     trained = [s for s in systems if s not in ("zero-shot", "rerank")]
@@ -335,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     table = comparison_table(rows, pairs, metrics, n_resamples=experiment.n_bootstrap, seed=config.seed)
     write_jsonl(out / "comparison.jsonl", table)
     write_csv(out / "comparison.csv", table)
-    (out / "comparison.md").write_text(format_table(table) + "\n", encoding="utf-8")
+    with atomic_open(out / "comparison.md") as f:
+        f.write(format_table(table) + "\n")
     reference = "rerank" if "rerank" in systems else None
     for method in ("dpo-rr", "grpo"):
         mine = [s for s in trained if s.startswith(method + "-")]
