@@ -295,8 +295,10 @@ def generate(
     """Write one summary per example.
 
     Args:
-        model: a causal or seq2seq transformers model (``load_generator``).
-        tokenizer: its tokenizer.
+        model: a causal or seq2seq transformers model (``load_generator``), or a
+            ``ServerClient`` (``decoding.server``: sampling through an OpenAI-compatible
+            server; logits processors then raise DataError).
+        tokenizer: its tokenizer (unused for a server).
         examples: the inputs.
         config: decoding settings (default ``GenerateConfig()``).
         processor_builders: callables turning each ``PromptBatch`` into extra logits
@@ -320,6 +322,12 @@ def generate(
     config = config or GenerateConfig()
     if overrides:
         config = dataclasses.replace(config, **overrides)
+    from evenhand.decoding.server import ServerClient
+
+    if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py
+        from evenhand.decoding.server_generate import generate_via_server
+
+        return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)

@@ -11,8 +11,10 @@ prefix, so every row equals an unpadded forward of its own prefix + continuation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from evenhand.decoding.server import ServerClient, ServerConfig, is_server_url
+from evenhand.evaluation.schema import DataError
 from evenhand.rerank.scorer import Scorer, ScorerConfig
 
 
@@ -185,14 +187,35 @@ def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Se
 class LmBackedScorer(Scorer):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
-    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields.
+    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields. A
+    scorer with ``serves = True`` (the LLM judges) also takes a server URL
+    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
+    then reads ``max_concurrency`` and ``timeout``); the others refuse one with a
+    ``DataError`` when built, before any model or request.
     """
+
+    #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
+    serves: ClassVar[bool] = False
 
     def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._model: Any = None
         self._tokenizer: Any = None
         self._model_name = self.config.model
+        self.server: Any = None
+        if is_server_url(self.config.model):
+            if not self.serves:
+                raise DataError(
+                    f"scorer {self.name!r}: `model` {self.config.model!r} is a server URL, but "
+                    f"{self.name} needs the log-probabilities of the summary's own tokens, which "
+                    "an OpenAI-compatible server does not return for the prompt; give a local model "
+                    "(alias, folder or cached HF id) — see docs/serving.md"
+                )
+            server = ServerConfig(
+                max_concurrency=getattr(self.config, "max_concurrency", 4),
+                timeout=getattr(self.config, "timeout", 120.0),
+            )
+            self.server = ServerClient(self.config.model, server)
 
     def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
         """Score with an already loaded model (``name`` keys the cache); returns self."""
@@ -201,9 +224,12 @@ class LmBackedScorer(Scorer):
 
     @property
     def model_id(self) -> str:
-        return self._model_name
+        """The model's name; for a server ``BASE#MODEL`` (asks ``/v1/models`` when the URL names none)."""
+        return self.server.key if self.server is not None else self._model_name
 
     def _load(self) -> tuple[Any, Any]:
+        if self.server is not None:
+            raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
         if self._model is None:
             from evenhand.decoding.models import load_generator
 

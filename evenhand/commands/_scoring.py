@@ -15,7 +15,8 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
     """--judge-model, --align-model, --align-base, --lm-model, --scorer-batch-size, --score-cache."""
     parser.add_argument(
         "--judge-model", default=None,
-        help="Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct).",
+        help="Judge for llm-coverage/llm-faithfulness: alias, folder, cached HF id or server URL "
+        "http://HOST:PORT/v1[#MODEL] (default: embedded smollm2-135m-instruct).",
     )
     parser.add_argument(
         "--align-model", default=None,
@@ -30,10 +31,37 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
         help="Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct).",
     )
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
+    add_server_options(parser)
     parser.add_argument(
         "--score-cache", default=None,
         help="Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables).",
     )
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """--max-concurrency and --server-timeout: how requests to a server URL are paced."""
+    parser.add_argument(
+        "--max-concurrency", type=int, default=None,
+        help="Requests in flight at once to a server URL (--model, --judge-model; default: 4).",
+    )
+    parser.add_argument(
+        "--server-timeout", type=float, default=None,
+        help="Seconds to wait for one response of a server URL (default: 120).",
+    )
+
+
+def server_client(args: argparse.Namespace, url: str) -> Any:
+    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent)."""
+    from evenhand.decoding.server import ServerClient, ServerConfig
+    from evenhand.evaluation.schema import DataError
+
+    values = {"max_concurrency": args.max_concurrency, "timeout": args.server_timeout}
+    try:
+        config = ServerConfig(**{k: v for k, v in values.items() if v is not None})
+    except ValueError as err:
+        raise DataError(str(err).replace("`max_concurrency`", "`--max-concurrency`")
+                        .replace("`timeout`", "`--server-timeout`")) from None
+    return ServerClient(url, config)
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -63,6 +91,10 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
             opts["base_model"] = args.align_base
         if args.scorer_batch_size is not None:
             opts["batch_size"] = args.scorer_batch_size
+        if name in JUDGES and getattr(args, "max_concurrency", None) is not None:
+            opts["max_concurrency"] = args.max_concurrency
+        if name in JUDGES and getattr(args, "server_timeout", None) is not None:
+            opts["timeout"] = args.server_timeout
         if getattr(args, "device", None) and name in (*JUDGES, *ALIGNERS, *LMS):
             opts["device"] = args.device
         options[name] = opts
