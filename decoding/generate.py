@@ -314,20 +314,20 @@ def generate(
         The summaries, in example order. The same inputs, config and seed give the
         same outputs: each batch re-seeds torch with ``seed + index of its first example``.
     """
+    from evenhand.decoding.server import ServerClient
+
+    config = config or GenerateConfig()
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
+    if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py, no torch
+        from evenhand.decoding.server_generate import generate_via_server
+
+        return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     import torch
     from evenhand.decoding.fair_decoding import check_examples, fairness_hooks
     from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
 
-    config = config or GenerateConfig()
-    if overrides:
-        config = dataclasses.replace(config, **overrides)
-    from evenhand.decoding.server import ServerClient
-
-    if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py
-        from evenhand.decoding.server_generate import generate_via_server
-
-        return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)
