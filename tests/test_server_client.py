@@ -278,3 +278,10 @@ def test_cache_key_names_url_and_model_not_pacing():
     assert a.model_id == "http://h:1/v1#a"
     assert a._key(ex, "s") != b._key(ex, "s")
     assert a._key(ex, "s") == a4._key(ex, "s")
+
+
+def test_in_process_loading_refuses_a_url():
+    from evenhand.decoding.models import load_generator
+
+    with pytest.raises(DataError, match="is a server URL, but this step runs the model in-process"):
+        load_generator("http://127.0.0.1:1/v1")
