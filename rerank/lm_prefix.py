@@ -207,9 +207,9 @@ class LmBackedScorer(Scorer):
             if not self.serves:
                 raise DataError(
                     f"scorer {self.name!r}: `model` {self.config.model!r} is a server URL, but "
-                    f"{self.name} needs the log-probabilities of the summary's own tokens, which "
-                    "an OpenAI-compatible server does not return for the prompt; give a local model "
-                    "(alias, folder or cached HF id) — see docs/serving.md"
+                    f"{self.name} needs the log-probabilities of the summary's own tokens read as a "
+                    "prompt, which evenhand does not take from a server (not every server returns "
+                    "them); give a local model (alias, folder or cached HF id) — see docs/serving.md"
                 )
             server = ServerConfig(
                 max_concurrency=getattr(self.config, "max_concurrency", 4),

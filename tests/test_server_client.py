@@ -250,7 +250,7 @@ def test_lm_likelihood_scorers_refuse_a_url():
     from evenhand.rerank.registry import get_scorer
 
     for name in ("lm-likelihood", "fluency"):
-        with pytest.raises(DataError, match="does not return for the prompt"):
+        with pytest.raises(DataError, match="does not take from a server"):
             get_scorer(name, model="http://127.0.0.1:1/v1")
 
 
