@@ -84,6 +84,32 @@ def test_meta_eval_judge_through_the_server(server, tmp_path):
     assert "llm-faithfulness" in done.stdout
 
 
+@pytest.mark.slow
+def test_server_judge_agrees_with_the_in_process_judge(server):
+    """Same GGUF, same prompt: the expected digit through the server matches in-process.
+
+    llama.cpp runs Q4_1 with 8-bit activations and sees only the top 20 tokens; transformers
+    runs the de-quantized float32 weights over the whole vocabulary. Measured here: scores
+    within 0.06, digit mass within 0.07, same argmax; the bounds leave room for that.
+    """
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.rerank.registry import get_scorer
+
+    url, model, _ = server
+    example = load_examples(DEMO)[0]
+    summaries = [
+        "Reviewers praise the noise cancelling and battery, while some find the cushions warm.",
+        "Everyone hated these headphones and returned them.",
+    ]
+    local = get_scorer("llm-faithfulness", progress=False).score_details([example] * 2, summaries)
+    remote = get_scorer("llm-faithfulness", model=url, progress=False).score_details([example] * 2, summaries)
+    for ours, theirs in zip(local, remote):
+        assert "fallback" not in theirs
+        assert theirs["argmax"] == ours["argmax"]
+        assert abs(theirs["score"] - ours["score"]) < 0.15
+        assert abs(theirs["digit_mass"] - ours["digit_mass"]) < 0.1
+
+
 def test_server_killed_mid_run_exits_2_and_keeps_finished_records(server, tmp_path):
     """Runs last: it kills the module's server."""
     from evenhand.decoding.llama_server import stop
