@@ -11,11 +11,12 @@ prefix, so every row equals an unpadded forward of its own prefix + continuation
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evenhand.decoding.server import ServerClient, ServerConfig, is_server_url
 from evenhand.evaluation.schema import DataError
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(
@@ -184,16 +185,25 @@ def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Se
     return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
 
 
+@dataclass
+class LmBackedConfig(ScorerConfig):
+    """Settings every LM-backed scorer has (the judges, the LM-likelihood scorers)."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "Judge or (causal or seq2seq) LM: embedded alias, local folder or cached HF id."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+
 class LmBackedScorer(Scorer):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
-    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields. A
+    Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
     scorer with ``serves = True`` (the LLM judges) also takes a server URL
     ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
     then reads ``max_concurrency`` and ``timeout``); the others refuse one with a
     ``DataError`` when built, before any model or request.
     """
 
+    Config = LmBackedConfig
     #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
     serves: ClassVar[bool] = False
 

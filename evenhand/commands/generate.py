@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from evenhand.args import add_dataclass_arguments, config_from_args, load_limited
+from evenhand.args import (
+    add_common_options,
+    add_dataclass_arguments,
+    config_from_args,
+    load_limited,
+)
 
 NAME = "generate"
 HELP = "Summarize every example of a data file into a JSONL file (one line per example)."
@@ -15,18 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model and output options plus every GenerateConfig field."""
     from evenhand.decoding.generate import GenerateConfig
 
-    parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
+    add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
-    parser.add_argument(
-        "--model", default="smollm2-135m-instruct",
-        help="Embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL "
-        "http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
-    )
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N examples.")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1... (default: auto).")
-    parser.add_argument(
-        "--no-resume", dest="resume", action="store_false",
-        help="Start afresh instead of skipping examples already in --out.",
+    add_common_options(
+        parser, "model", "limit", "device", "no_resume",
+        model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_dataclass_arguments(parser, GenerateConfig)
     from evenhand.commands._scoring import add_server_options

@@ -13,10 +13,10 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, scorers and bootstrap options."""
-    from evenhand.commands._scoring import add_scorer_options
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
 
     parser.add_argument("--data", required=True, help="Controlled-summaries JSON ({source, summaries} list).")
-    parser.add_argument("--scorers", required=True, help="Comma-separated registered scorer names.")
+    parser.add_argument("--scorers", required=True, help=scorers_help("Comma-separated registered scorer names."))
     parser.add_argument(
         "--out", required=True,
         help="Results JSONL, one line per scorer (table values, per-summary scores, seconds); resumable.",
@@ -36,23 +36,21 @@ def run(args: argparse.Namespace) -> int:
     """Score every summary with every scorer, one scorer at a time, appending to --out."""
     import time
 
-    from evenhand.commands._scoring import score_cache, scorer_options, split_names
+    from evenhand.commands._scoring import build_scorers, split_names
     from evenhand.evaluation.jsonl import ResumableJsonl
     from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
-    from evenhand.rerank.registry import get_scorer
 
     names = split_names(args.scorers)
     data = load_controlled(args.data)
     if args.limit is not None:
         data.first_sources(args.limit)
     store = ResumableJsonl(args.out, key="scorer", resume=args.resume)
-    options = scorer_options(args, names)
     sources = [data.sources[i] for i in data.source_index]
     for name in names:
         if store.done(name):
             print(f"{name}: already in {args.out}")
             continue
-        scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
+        [scorer] = build_scorers(args, [name])
         start = time.perf_counter()
         details = scorer.score_details(sources, data.summaries)
         seconds = time.perf_counter() - start

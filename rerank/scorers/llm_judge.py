@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.decoding.server import ServerConfig
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import LmBackedScorer
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import ScorerConfig
+from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -113,7 +112,7 @@ def parse_score(reply: str) -> int:
 
 
 @dataclass
-class JudgeConfig(ScorerConfig):
+class JudgeConfig(LmBackedConfig):
     """Settings of the LLM judges."""
 
     model: str = field(
@@ -123,15 +122,9 @@ class JudgeConfig(ScorerConfig):
             "http://HOST:PORT/v1[#MODEL] (docs/serving.md)."
         },
     )
-    mode: str = field(
-        default="expected",
-        metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."},
-    )
-    max_prompt_tokens: int = field(
-        default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."}
-    )
+    mode: str = field(default="expected", metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."})
+    max_prompt_tokens: int = field(default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."})
     batch_size: int = field(default=8, metadata={"help": "Prompts per forward pass."})
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
     max_concurrency: int = field(
         default=4, metadata={"help": "Server URL only: judge requests in flight at once."}
     )
@@ -156,6 +149,10 @@ class LlmJudge(LmBackedScorer):
     """
 
     Config = JudgeConfig
+    cli_options = {
+        "judge_model": "model", "device": "device",
+        "max_concurrency": "max_concurrency", "server_timeout": "timeout",
+    }
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
     serves = True
