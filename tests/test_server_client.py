@@ -247,7 +247,7 @@ def test_cli_refuses_processors_with_a_url_before_any_request(tmp_path, capsys):
 
 
 def test_lm_likelihood_scorers_refuse_a_url():
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     for name in ("lm-likelihood", "fluency"):
         with pytest.raises(DataError, match="does not take from a server"):
@@ -268,8 +268,8 @@ def test_unreachable_judge_exits_2(tmp_path, capsys):
 
 
 def test_cache_key_names_url_and_model_not_pacing():
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import Example
-    from evenhand.rerank.registry import get_scorer
 
     ex = Example(id="x", documents=[])
     a = get_scorer("llm-faithfulness", model="http://h:1/v1#a")

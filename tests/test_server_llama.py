@@ -93,7 +93,7 @@ def test_server_judge_agrees_with_the_in_process_judge(server):
     within 0.06, digit mass within 0.07, same argmax; the bounds leave room for that.
     """
     from evenhand.evaluation.loaders import load_examples
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     url, model, _ = server
     example = load_examples(DEMO)[0]
