@@ -209,6 +209,19 @@ def _batches(items: Sequence[Example], size: int) -> Iterator[tuple[int, list[Ex
         yield start, list(items[start : start + size])
 
 
+def pending_batches(
+    examples: Sequence[Example], batch_size: int, done: Callable[[str], bool]
+) -> list[tuple[int, list[Example]]]:
+    """The batches ``generate`` cuts from ``examples`` that hold an example not ``done(id)``.
+
+    Each is ``(start, batch)``: decoding a batch with seed ``seed + start`` (what
+    ``generate`` does over the whole list, and the sweep per unit) gives the same
+    summaries as the uninterrupted run, so a resumed run regenerates an
+    interrupted batch whole and keeps only its missing examples.
+    """
+    return [(s, b) for s, b in _batches(examples, batch_size) if not all(done(ex.id) for ex in b)]
+
+
 def context_limit(model: Any) -> int | None:
     """The model's maximum sequence length, when its config states one."""
     config = model.config

@@ -182,18 +182,45 @@ class DPORRConfig:
         unknown = sorted(set(values) - set(valid))
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+        _check_types(cls, values, where)
         return cls(**values)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> DPORRConfig:
         """Load a YAML file of fields; ``overrides`` (not None) win over the file."""
         import yaml
+        from evenhand.evaluation.files import read_utf8
 
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such config file")
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        try:
+            values = yaml.safe_load(read_utf8(path, "--config")) or {}
+        except yaml.YAMLError as err:
+            raise ValueError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
         if not isinstance(values, dict):
             raise ValueError(f"{path}: expected a mapping of DPORRConfig fields at the top level")
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(values, str(path))
+
+
+def _check_types(cls: type, values: dict[str, Any], where: str) -> None:
+    """Raise ValueError naming the field when a value has the wrong scalar type (YAML ``high``)."""
+    import types
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():
+        union = typing.get_origin(hints[key]) in (typing.Union, types.UnionType)
+        allowed = typing.get_args(hints[key]) if union else (hints[key],)
+        if value is None and type(None) in allowed:
+            continue
+        scalar = [t for t in allowed if t in (bool, int, float, str)]
+        if not scalar or len(scalar) < len([t for t in allowed if t is not type(None)]):
+            continue  # lists, dicts, unions of other types: checked by __post_init__
+        ok = any(
+            isinstance(value, t) and not (t in (int, float) and isinstance(value, bool))
+            or (t is float and isinstance(value, int) and not isinstance(value, bool))
+            for t in scalar
+        )
+        if not ok:
+            names = " or ".join(t.__name__ for t in scalar)
+            raise ValueError(f"{where}: `{key}` must be {names}, got {value!r}")

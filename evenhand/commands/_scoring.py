@@ -41,8 +41,11 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
 
     A ``calibrated:X`` name passes the options on to its components (``options``).
     """
+    from evenhand.evaluation.schema import DataError
     from evenhand.rerank.registry import split_name
 
+    if args.scorer_batch_size is not None and args.scorer_batch_size < 1:
+        raise DataError(f"--scorer-batch-size must be a positive int, got {args.scorer_batch_size}")
     options: dict[str, dict[str, Any]] = {}
     for name in names:
         if split_name(name)[0] == "calibrated":

@@ -23,10 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, default=None, help="Only the first N examples.")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1... (default: auto).")
-    parser.add_argument(
-        "--no-resume", dest="resume", action="store_false",
-        help="Start afresh instead of skipping examples already in --out.",
-    )
+    from evenhand.commands._outputs import add_resume_options
+
+    add_resume_options(parser)
     add_dataclass_arguments(parser, GenerateConfig)
     # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
     parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")
@@ -37,27 +36,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate, appending each finished batch to --out."""
-    from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import ResumableJsonl
+    """Generate, appending each finished batch to --out.
+
+    Batches are cut from the full data (``--limit`` only drops the tail) and
+    batch k is decoded with seed ``seed + its first example's index``, the
+    sweep's rule: a resumed run regenerates an interrupted batch whole and
+    writes exactly what an uninterrupted run writes, for every decoding mode.
+    """
+    from tqdm.auto import tqdm
+
+    from evenhand.commands._outputs import open_results
+    from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
+    from evenhand.decoding.models import check_local, load_generator
+    from evenhand.evaluation.jsonl import check_output
 
     config = config_from_args(GenerateConfig, args)
+    check_output(args.out, {"--data": args.data})
+    check_local(args.model)
     examples = load_limited(args.data, args.limit)
-    store = ResumableJsonl(args.out, resume=args.resume)
-    todo = [ex for ex in examples if not store.done(ex.id)]
-    if len(todo) < len(examples):
-        print(f"resuming: {len(examples) - len(todo)} of {len(examples)} already in {args.out}")
+    settings = dataclasses.asdict(config)
+    store = open_results(args, "generate", settings)
+    todo = pending_batches(examples, config.batch_size, store.done)
+    remaining = sum(1 for _, batch in todo for ex in batch if not store.done(ex.id))
+    if remaining < len(examples):
+        print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
     if todo:
         model, tokenizer = load_generator(args.model, device=args.device)
-        settings = dataclasses.asdict(config)
-
-        def write(batch, summaries):  # noqa: ANN001 - callback
+        bar = tqdm(total=sum(len(b) for _, b in todo), desc="generate", unit="ex")
+        for start, batch in todo:
+            summaries = generate(
+                model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
+                progress=False,
+            )
             store.append(
                 {"id": ex.id, "summary": s, "model": args.model, "config": settings}
-                for ex, s in zip(batch, summaries)
+                for ex, s in zip(batch, summaries) if not store.done(ex.id)
             )
-
-        generate(model, tokenizer, todo, config, on_batch=write)
-    print(f"wrote {len(examples)} summaries to {args.out}")
+            bar.update(len(batch))
+        bar.close()
+    print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
     return 0
