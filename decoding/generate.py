@@ -210,16 +210,18 @@ def _batches(items: Sequence[Example], size: int) -> Iterator[tuple[int, list[Ex
 
 
 def pending_batches(
-    examples: Sequence[Example], batch_size: int, done: Callable[[str], bool]
+    examples: Sequence[Example], batch_size: int, needed: Callable[[Example], bool]
 ) -> list[tuple[int, list[Example]]]:
-    """The batches ``generate`` cuts from ``examples`` that hold an example not ``done(id)``.
+    """The batches ``generate`` cuts from ``examples`` that hold an example still ``needed``.
 
-    Each is ``(start, batch)``: decoding a batch with seed ``seed + start`` (what
-    ``generate`` does over the whole list, and the sweep per unit) gives the same
-    summaries as the uninterrupted run, so a resumed run regenerates an
-    interrupted batch whole and keeps only its missing examples.
+    Each is ``(start, batch)`` over the *full* list: decoding a batch with seed
+    ``seed + start`` (what ``generate`` does over the whole list, and the sweep
+    per unit) gives the same summaries as the uninterrupted run, because the
+    batch has the same examples. So a resumed run regenerates an interrupted
+    batch whole, and a ``--limit`` that cuts a batch still decodes all of it,
+    keeping only the needed examples.
     """
-    return [(s, b) for s, b in _batches(examples, batch_size) if not all(done(ex.id) for ex in b)]
+    return [(s, b) for s, b in _batches(examples, batch_size) if any(needed(ex) for ex in b)]
 
 
 def context_limit(model: Any) -> int | None:

@@ -49,30 +49,40 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.evaluation.jsonl import check_output
+    from evenhand.evaluation.schema import DataError, Example
 
     config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
     check_local(args.model)
-    examples = load_limited(args.data, args.limit)
+    if args.limit is not None and args.limit < 1:
+        raise DataError(f"`--limit` must be a positive int, got {args.limit}")
+    every = load_limited(args.data, None)  # batches are cut from the full data
+    examples = every[: args.limit]
+    wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
     store = open_results(args, "generate", settings)
-    todo = pending_batches(examples, config.batch_size, store.done)
-    remaining = sum(1 for _, batch in todo for ex in batch if not store.done(ex.id))
+
+    def needed(ex: Example) -> bool:
+        return ex.id in wanted and not store.done(ex.id)
+
+    todo = pending_batches(every, config.batch_size, needed)
+    remaining = sum(needed(ex) for _, batch in todo for ex in batch)
     if remaining < len(examples):
         print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
     if todo:
         model, tokenizer = load_generator(args.model, device=args.device)
-        bar = tqdm(total=sum(len(b) for _, b in todo), desc="generate", unit="ex")
+        bar = tqdm(total=remaining, desc="generate", unit="ex")
         for start, batch in todo:
             summaries = generate(
                 model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
                 progress=False,
             )
-            store.append(
+            rows = [
                 {"id": ex.id, "summary": s, "model": args.model, "config": settings}
-                for ex, s in zip(batch, summaries) if not store.done(ex.id)
-            )
-            bar.update(len(batch))
+                for ex, s in zip(batch, summaries) if needed(ex)
+            ]
+            store.append(rows)
+            bar.update(len(rows))
         bar.close()
     print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
     return 0
