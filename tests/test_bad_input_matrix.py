@@ -207,3 +207,36 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(work, model_dir, ca
     assert "Traceback" not in captured.err + captured.out
     assert needle in err, err
     assert _snapshot(work) == before
+
+
+@pytest.fixture
+def sweep_results(tmp_path):
+    """A small results store whose cell names are invalid mathtext (`$x^$`)."""
+    from evenhand.sweep.config import Cell
+    from evenhand.sweep.store import ResultRow, ResultStore
+
+    path = tmp_path / "results.sqlite"
+    store = ResultStore(path)
+    cells = [Cell({"abstractiveness": h}, name) for h, name in ((1.0, "$x^$"), (2.0, r"$\bogus$"))]
+    store.add_cells(cells)
+    store.write([
+        ResultRow(cell.id, "news", 0, f"ex{i}", i, f"summary {i}", {"mint": 0.1 * i + k},
+                  factuality=0.5 + 0.1 * k, factuality_scorer="rouge-l-recall", seconds=0.1)
+        for k, cell in enumerate(cells) for i in range(3)
+    ])
+    store.close()
+    return path
+
+
+def test_report_rank_by_unknown_metric_exits_2_listing_metrics(sweep_results, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["report", "--results", str(sweep_results), "--out", str(out), "--rank-by", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--rank-by 'bogus' is no metric" in err and "mint" in err
+    assert not out.exists()
+
+
+def test_report_draws_cell_names_with_dollar_signs(sweep_results, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["report", "--results", str(sweep_results), "--out", str(out), "--bootstrap", "5"]) == 0
+    assert "$x^$" in (out / "index.html").read_text(encoding="utf-8")
