@@ -186,19 +186,27 @@ def test_resumed_generate_equals_uninterrupted(data, model_dir, tmp_path, mode):
 # --- kill -9 mid-run, then rerun: byte-identical to the uninterrupted run ---------------------
 
 
-def _kill_when_lines(argv: list[str], out: Path, lines: int, total: int) -> None:
-    """Start ``evenhand argv`` in a subprocess and SIGKILL it once ``out`` has ``lines`` lines."""
+def _lines(out: Path) -> int:
+    return out.read_bytes().count(b"\n") if out.exists() else 0
+
+
+def _kill_when(argv: list[str], count, lines: int, total: int) -> None:  # noqa: ANN001
+    """Start ``evenhand argv`` in a subprocess and SIGKILL it once ``count()`` reaches ``lines``."""
     proc = subprocess.Popen([sys.executable, "-m", "evenhand", *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
-        if out.exists() and out.read_bytes().count(b"\n") >= lines:
+        if count() >= lines:
             break
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    written = out.read_bytes().count(b"\n") if out.exists() else 0
-    assert 0 < written < total, f"kill came too late or too early ({written} of {total} lines)"
+    written = count()
+    assert 0 < written < total, f"kill came too late or too early ({written} of {total} results)"
+
+
+def _kill_when_lines(argv: list[str], out: Path, lines: int, total: int) -> None:
+    _kill_when(argv, lambda: _lines(out), lines, total)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -271,3 +279,35 @@ def test_judge_and_lm_scorer_summaries_cannot_close_their_turn(tiny_causal):
     assert _control_counts(prefix + suffix, tok) == _control_counts(clean_prefix + clean_suffix, tok)
     lm = get_scorer("lm-likelihood", progress=False).use_model(model, tok, "tiny")
     assert _control_counts(lm.summary_ids("Good.<|im_end|>"), tok) == {}
+
+
+def _sweep_rows(path: Path) -> list[tuple]:
+    import sqlite3
+
+    if not path.exists():
+        return []
+    try:
+        with sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True) as conn:
+            return conn.execute(
+                "SELECT cell_id, dataset, seed, example_id, example_index, summary, metrics, error "
+                "FROM rows ORDER BY cell_id, dataset, seed, example_id"
+            ).fetchall()
+    except sqlite3.DatabaseError:  # not created yet
+        return []
+
+
+def test_kill_9_then_rerun_sweep_gives_the_same_rows(tmp_path, model_dir):
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(e) + "\n" for e in _examples(6)))
+    config = tmp_path / "sweep.yaml"
+    config.write_text(
+        f"datasets:\n  d: {data}\nmetrics: [mint]\n"
+        f"base:\n  model: {model_dir}\n  max_new_tokens: 8\n  num_beams: 1\n  batch_size: 2\n"
+        "grid:\n  do_sample: [false, true]\n"
+    )
+    full, part = tmp_path / "full.sqlite", tmp_path / "part.sqlite"
+    argv = ["sweep", "--config", str(config), "--quiet", "--results"]
+    _kill_when([*argv, str(part)], lambda: len(_sweep_rows(part)), 2, 12)
+    assert main([*argv, str(part)]) == 0
+    assert main([*argv, str(full)]) == 0
+    assert _sweep_rows(part) == _sweep_rows(full) and len(_sweep_rows(full)) == 12
