@@ -110,7 +110,13 @@ def remove_stale_tmp(target: Path, max_age: float = STALE_TMP_SECONDS) -> list[P
 
 
 def _convert_atomically(target: Path, write: Any) -> Path:
-    """Create folder ``target`` once: ``write(tmp_dir)`` then rename, under a file lock."""
+    """Create folder ``target`` once: ``write(tmp_dir)`` then rename, under a file lock.
+
+    Every call also removes ``<target>.tmp-*`` folders older than an hour, left
+    by a conversion that was killed.
+    """
+    if target.parent.is_dir():
+        remove_stale_tmp(target)
     if (target / ".complete").exists():
         return target
     from filelock import FileLock
@@ -119,7 +125,6 @@ def _convert_atomically(target: Path, write: Any) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / ".complete").exists():  # another process converted it meanwhile
             return target
-        remove_stale_tmp(target)
         tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
         try:
             write(tmp)
