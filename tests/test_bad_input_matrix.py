@@ -62,6 +62,10 @@ def make_inputs(tmp_path: Path) -> Path:
         json.dumps({"id": "h", "documents": ["word " * 220_000]}) + "\n"
     )
     (tmp_path / "sweep.yaml").write_text("datasets:\n  d: data.jsonl\nbase:\n  max_new_tokens: 4\n")
+    (tmp_path / "sweep_model.yaml").write_text(
+        "datasets:\n  d: data.jsonl\nbase:\n  model: no-such-org/no-such-model\n"
+    )
+    (tmp_path / "sweep_data.yaml").write_text("datasets:\n  d: latin1.jsonl\n")
     (tmp_path / "train_bad.yaml").write_text(
         "data: data.jsonl\nout_dir: run\nlora_dropout: high\n"
     )
@@ -163,6 +167,8 @@ CASES = [
     # sweep
     (["sweep", "--config", "{w}/latin1.yaml"], "latin1.yaml"),
     (["sweep", "--config", "{w}/missing.yaml"], "missing.yaml"),
+    (["sweep", "--config", "{w}/sweep_model.yaml"], "not found locally"),
+    (["sweep", "--config", "{w}/sweep_data.yaml"], "latin1.jsonl"),
     (["sweep", "--config", "{w}/sweep.yaml", "--results", "{w}/notsqlite.sqlite"], "notsqlite.sqlite"),
     # report
     (["report", "--results", "{w}/notsqlite.sqlite", "--out", "{w}/rep"], "notsqlite.sqlite"),
