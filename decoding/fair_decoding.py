@@ -7,46 +7,36 @@ See ``docs/fair_decoding.md`` for the objective and the knobs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.decoding.settings import BatchHooks, FairnessSettings
 from evenhand.evaluation.schema import Example
 
 
-@dataclass
-class FairnessHooks:
-    """What one batch adds to ``model.generate``: logits processors and keyword arguments."""
-
-    processors: list[Any] = field(default_factory=list)
-    generate_kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-def fairness_active(config: Any) -> bool:
-    """Whether ``config`` (a GenerateConfig) asks for fairness-aware decoding."""
-    return config.fairness is not None and (config.fairness_strength > 0 or config.fair_beam > 0)
-
-
-def check_examples(examples: Sequence[Example], config: Any) -> None:
+def check_examples(examples: Sequence[Example], config: FairnessSettings) -> None:
     """Raise DataError before any decoding if fairness is on and an example lacks groups."""
-    if fairness_active(config):
+    if config.active:
         for i, ex in enumerate(examples):
             ex.require_groups(f"examples[{i}]")
 
 
-def fairness_hooks(batch: Any) -> FairnessHooks:
-    """The processors and ``generate`` kwargs for one ``PromptBatch`` (empty when fairness is off)."""
+def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> BatchHooks:
+    """The processors and ``generate`` kwargs for one ``PromptBatch`` (empty when fairness is off).
+
+    ``settings``: the fairness part to apply (default: the batch's config).
+    """
     from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
     from evenhand.decoding.group_coverage import GroupCoverageProcessor
     from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 
-    config = batch.config
-    if not fairness_active(config):
-        return FairnessHooks()
+    config = settings if settings is not None else batch.config
+    if not config.active:
+        return BatchHooks()
     model = batch.model
     vocabs = [build_group_vocab(ex, batch.tokenizer) for ex in batch.examples]
     vocab_size = int(model.get_output_embeddings().weight.shape[0])
     tables = GroupTables.build(vocabs, vocab_size, config.fairness, device=batch.input_ids.device)
-    hooks = FairnessHooks()
+    hooks = BatchHooks()
     if config.fairness_strength > 0:
         start = 1 if model.config.is_encoder_decoder else batch.prompt_length
         hooks.processors.append(

@@ -4,183 +4,66 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from evenhand.decoding.prompting import KIND_CHOICES, check_kind
+from evenhand.decoding.settings import (
+    PARTS,
+    AbstractivenessSettings,
+    BatchHooks,
+    DecodingSettings,
+    FairnessSettings,
+    ProcessorBuilder,
+    PromptSettings,
+    generated_only_penalty,
+    part_of,
+)
 from evenhand.evaluation.schema import DataError, Example
 
 
 @dataclass
-class GenerateConfig:
-    """Decoding settings. Defaults suit SmolLM2-135M-Instruct (it repeats itself otherwise)."""
+class GenerateConfig(FairnessSettings, AbstractivenessSettings, PromptSettings, DecodingSettings):
+    """Every generation setting: the four typed parts of :mod:`evenhand.decoding.settings` at once.
 
-    max_new_tokens: int = field(default=96, metadata={"help": "Tokens to generate per summary."})
-    num_beams: int = field(default=4, metadata={"help": "Beam width (1 = greedy or sampling)."})
-    do_sample: bool = field(default=False, metadata={"help": "Sample instead of beam search."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
-    top_p: float | None = field(default=None, metadata={"help": "Nucleus sampling mass."})
-    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling cut-off."})
-    no_repeat_ngram_size: int = field(
-        default=3, metadata={"help": "Forbid repeating n-grams of this size (0 = off)."}
-    )
-    repetition_penalty: float = field(
-        default=1.2, metadata={"help": "Penalty on already generated tokens (1.0 = off)."}
-    )
-    penalize_prompt: bool = field(
-        default=False,
-        metadata={
-            "help": "Apply repetition_penalty to the prompt's tokens too (transformers' default "
-            "for decoder-only models); off, copying words of the source is not penalized."
-        },
-    )
-    batch_size: int = field(default=4, metadata={"help": "Examples per generate() call."})
-    seed: int = field(default=0, metadata={"help": "Random seed; same seed, same outputs."})
-    instruction: str | None = field(
-        default=None, metadata={"help": "Instruction replacing the default summarization one."}
-    )
-    prompt_kind: str = field(
-        default="auto",
-        metadata={
-            "help": "Prompt for this kind of source: reviews, debate, stances, posts, texts, or "
-            "auto (by the example's attribute: rating/sentiment -> reviews, speaker -> debate, "
-            "stance -> stances, party -> posts, other -> texts).",
-            "choices": KIND_CHOICES,
-        },
-    )
-    response_prefix: str | None = field(
-        default=None,
-        metadata={
-            "help": "Text the summary starts with (decoder-only models): the model continues it "
-            "and it is part of the output. Default: the prompt kind's prefix ('Reviewers', "
-            "'The speakers'...) when the kind's own instruction is used; '' turns it off."
-        },
-    )
-    clean: bool = field(
-        default=True,
-        metadata={
-            "help": "Clean generated summaries: drop a leading preamble or heading ('Here is a "
-            "summary:', 'Title: ...'), collapse whitespace, cut a trailing incomplete sentence."
-        },
-    )
-    fair_prompt: str | None = field(
-        default=None,
-        metadata={"help": "Prompting baseline: 'definition' (FairSumm) or 'labels' (Equal Coverage)."},
-    )
-    abstractiveness: float | None = field(
-        default=None,
-        metadata={
-            "help": "Abstractiveness constraint h (Dreyer et al. 2023): discount extractive "
-            "fragments of length l by 2^(-l^2/h^2); smaller h = more abstractive."
-        },
-    )
-    extractiveness: float | None = field(
-        default=None,
-        metadata={
-            "help": "Extraction reward h: the inverse 2^(+l^2/h^2) of --abstractiveness; "
-            "smaller h = more extractive."
-        },
-    )
-    fairness: str | dict[str, float] | None = field(
-        default=None,
-        metadata={
-            "help": "Group-fairness target for fair decoding: 'ratio' (source distribution), "
-            "'equal', or a JSON object of shares per group such as '{\"pos\": 0.5, \"neg\": 0.5}'."
-        },
-    )
-    fairness_strength: float = field(
-        default=0.0,
-        metadata={"help": "α: bonus (nats) on tokens of under-represented groups (0 = off)."},
-    )
-    fair_beam: float = field(
-        default=0.0,
-        metadata={"help": "β: weight of -UER in fairness-aware beam search (0 = plain beam search)."},
-    )
-    fairness_tau: float = field(
-        default=0.8,
-        metadata={"help": "τ: a group is under-represented below τ × its target share."},
-    )
+    The fields are the parts' fields, flat and in order (decoding, prompting,
+    abstractiveness, fairness), so ``GenerateConfig(num_beams=1, abstractiveness=2)``,
+    the CLI flags and YAML keys name them directly; :meth:`parts` gives the typed
+    parts, :meth:`from_parts` builds a config from them. Defaults suit
+    SmolLM2-135M-Instruct (it repeats itself otherwise).
+    """
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"`max_new_tokens` must be a positive int, got {self.max_new_tokens}")
-        if self.num_beams < 1:
-            raise ValueError(f"`num_beams` must be a positive int, got {self.num_beams}")
-        if self.batch_size < 1:
-            raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size}")
-        check_kind(self.prompt_kind)
-        if self.temperature <= 0:
-            raise ValueError(
-                f"`temperature` must be a positive float, got {self.temperature}; "
-                "for deterministic decoding set `do_sample=False` instead"
-            )
-        if not self.do_sample and (self.top_p is not None or self.top_k is not None):
-            raise ValueError("`top_p`/`top_k` only apply with `do_sample=True`; set it or drop them")
-        for name in ("abstractiveness", "extractiveness"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not value > 0):
-                raise ValueError(f"`{name}` must be a positive float (h) or None, got {value!r}")
-        if self.abstractiveness is not None and self.extractiveness is not None:
-            raise ValueError(
-                "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
-                "directions; set only one of them"
-            )
-        self._check_fairness()
-
-    def processor_builders(self) -> list[ProcessorBuilder]:
-        """Builders implied by the config itself (abstractiveness penalty or extraction reward)."""
-        from evenhand.decoding.source_tokens import abstractiveness_builder
-
-        if self.abstractiveness is not None:
-            return [abstractiveness_builder(self.abstractiveness, reward=False)]
-        if self.extractiveness is not None:
-            return [abstractiveness_builder(self.extractiveness, reward=True)]
-        return []
-
-    def _check_fairness(self) -> None:
-        from evenhand.decoding.group_vocab import parse_fairness
-
-        self.fairness = parse_fairness(self.fairness)
-        for name in ("fairness_strength", "fair_beam"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
-        if not 0 <= self.fairness_tau <= 1:
-            raise ValueError(f"`fairness_tau` must be a float in [0, 1], got {self.fairness_tau!r}")
-        if self.fairness is None and (self.fairness_strength > 0 or self.fair_beam > 0):
-            raise ValueError(
-                "`fairness_strength`/`fair_beam` need a target: set `fairness` to 'ratio', "
-                "'equal' or shares per group"
-            )
-        if self.fairness is not None and self.fairness_strength == 0 and self.fair_beam == 0:
-            import warnings
-
-            warnings.warn(
-                "`fairness` has no effect unless `fairness_strength` (α) or `fair_beam` (β) is "
-                "positive", stacklevel=3,
-            )
+        for part in PARTS.values():
+            part.check(self)
         if self.fair_beam > 0 and (self.num_beams < 2 or self.do_sample):
             raise ValueError(
                 "`fair_beam` is a beam search: set `num_beams` >= 2 and `do_sample=False`, "
                 "or use `fairness_strength` alone"
             )
 
-    def hf_kwargs(self, own_repetition_penalty: bool = False) -> dict[str, Any]:
-        """Keyword arguments for ``model.generate``.
+    @classmethod
+    def from_parts(cls, *parts: Any, **flat: Any) -> GenerateConfig:
+        """A config from typed parts (``DecodingSettings(...)``...) and flat fields over them."""
+        values: dict[str, Any] = {}
+        for part in parts:
+            values.update({f.name: getattr(part, f.name) for f in dataclasses.fields(part)})
+        return cls(**{**values, **flat})
 
-        With ``own_repetition_penalty`` the repetition penalty is left out: the
-        caller applies it itself (to generated tokens only, see ``generate``).
+    def parts(self) -> dict[str, Any]:
+        """The typed parts holding this config's values: decoding, prompting, abstractiveness, fairness."""
+        return {name: part_of(self, part) for name, part in PARTS.items()}
+
+    def builders(self, extra: Sequence[ProcessorBuilder] = ()) -> list[ProcessorBuilder]:
+        """Every part's processor builders, ``extra`` (the caller's) after the decoding part's.
+
+        The order is the order the processors run in: the repetition penalty on
+        generated tokens, the caller's, the abstractiveness constraint, fairness.
         """
-        kwargs: dict[str, Any] = dict(
-            max_new_tokens=self.max_new_tokens,
-            num_beams=self.num_beams,
-            do_sample=self.do_sample,
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
-            repetition_penalty=1.0 if own_repetition_penalty else self.repetition_penalty,
-        )
-        if self.do_sample:
-            kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
-        return kwargs
+        return [*DecodingSettings.builders(self), *extra, *self.processor_builders()]
+
+    def processor_builders(self) -> list[ProcessorBuilder]:
+        """Builders of the constraint parts: abstractiveness (penalty or reward), then fairness."""
+        return [*AbstractivenessSettings.builders(self), *FairnessSettings.builders(self)]
 
 
 @dataclass
@@ -198,10 +81,6 @@ class PromptBatch:
     def prompt_length(self) -> int:
         """Length of the padded prompt: generated tokens start here (decoder-only)."""
         return int(self.input_ids.shape[1])
-
-
-#: Functions turning a batch into extra logits processors (abstractiveness, fairness...).
-ProcessorBuilder = Callable[[PromptBatch], Sequence[Any]]
 
 
 def _batches(items: Sequence[Example], size: int) -> Iterator[tuple[int, list[Example]]]:
@@ -282,19 +161,8 @@ def encode_prompts(
     return enc
 
 
-def _generated_only_penalty(model: Any, config: GenerateConfig, prompt_length: int) -> list[Any]:
-    """transformers' repetition penalty restricted to generated tokens (decoder-only models).
-
-    transformers applies ``repetition_penalty`` to every token in ``input_ids``,
-    which for a decoder-only summarizer includes the whole source: copying any
-    source word is then penalized, pushing the model away from faithful wording.
-    Unless ``penalize_prompt``, we apply it with ``prompt_ignore_length``.
-    """
-    if model.config.is_encoder_decoder or config.penalize_prompt or config.repetition_penalty == 1.0:
-        return []
-    from transformers import RepetitionPenaltyLogitsProcessor
-
-    return [RepetitionPenaltyLogitsProcessor(config.repetition_penalty, prompt_ignore_length=prompt_length)]
+#: Kept under its old name: the repetition penalty on generated tokens only.
+_generated_only_penalty = generated_only_penalty
 
 
 def generate(
@@ -315,8 +183,9 @@ def generate(
         examples: the inputs.
         config: decoding settings (default ``GenerateConfig()``).
         processor_builders: callables turning each ``PromptBatch`` into extra logits
-            processors (group-coverage bonus...); those implied by ``config``
-            (``abstractiveness``/``extractiveness``) are added after them.
+            processors (or ``BatchHooks``); they run after the repetition penalty and
+            before the processors of ``config``'s abstractiveness and fairness parts
+            (``GenerateConfig.builders``).
         progress: show a progress bar over examples.
         on_batch: called with each finished batch's examples and summaries (for
             incremental writing).
@@ -328,7 +197,7 @@ def generate(
         same outputs: each batch re-seeds torch with ``seed + index of its first example``.
     """
     import torch
-    from evenhand.decoding.fair_decoding import check_examples, fairness_hooks
+    from evenhand.decoding.fair_decoding import check_examples
     from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
 
@@ -339,7 +208,8 @@ def generate(
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)
     device = next(model.parameters()).device
-    builders = [*processor_builders, *config.processor_builders()]
+    builders = config.builders(processor_builders)
+    own_penalty = config.own_repetition_penalty(model)
     from evenhand.decoding.prompting import clean_summary
 
     outputs: list[str] = []
@@ -349,20 +219,19 @@ def generate(
         prompt_batch = PromptBatch(
             batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config
         )
-        fair = fairness_hooks(prompt_batch)  # group-coverage processor, fair beam search
-        penalty = _generated_only_penalty(model, config, prompt_batch.prompt_length)
-        processors = LogitsProcessorList(
-            penalty + [p for build in builders for p in build(prompt_batch)] + fair.processors
-        )
+        hooks = BatchHooks()  # every part's processors (and fair beam search's generate kwargs)
+        for build in builders:
+            hooks.add(build(prompt_batch))
+        processors = LogitsProcessorList(hooks.processors)
         torch.manual_seed(config.seed + start)
         with torch.no_grad():
             out = model.generate(
                 **enc,
-                **config.hf_kwargs(own_repetition_penalty=bool(penalty)),
+                **config.hf_kwargs(own_repetition_penalty=own_penalty),
                 logits_processor=processors,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
-                **fair.generate_kwargs,
+                **hooks.generate_kwargs,
             )
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
         # the response prefix is part of the prompt: given back at the start of each summary

@@ -27,7 +27,7 @@ has no n-grams and gets 0.0.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from evenhand.evaluation.lcs import token_ids
@@ -39,13 +39,13 @@ from evenhand.evaluation.text import spacy_tokens
 class FragmentScores:
     """Grusky et al.'s coverage, density, compression, and novel n-gram ratios."""
 
-    coverage: float
-    density: float
-    compression: float
-    novel_1: float
-    novel_2: float
-    novel_3: float
-    novel_4: float
+    coverage: float = field(metadata={"help": "(1/|S|) Σ|f|: share of summary tokens in copied fragments."})
+    density: float = field(metadata={"help": "(1/|S|) Σ|f|²: mean fragment length per summary token."})
+    compression: float = field(metadata={"help": "|A| / |S|: article tokens per summary token."})
+    novel_1: float = field(metadata={"help": "Share of summary unigrams (each occurrence) not in the source."})
+    novel_2: float = field(metadata={"help": "Share of summary bigrams not in the source."})
+    novel_3: float = field(metadata={"help": "Share of summary trigrams not in the source."})
+    novel_4: float = field(metadata={"help": "Share of summary 4-grams not in the source."})
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)

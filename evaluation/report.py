@@ -1,270 +1,34 @@
-"""Per-example and corpus tables over a registry of text metrics.
+"""Per-example and corpus tables of any registered scorers (:mod:`evenhand.evaluation.registry`).
 
-A metric is registered once under a name (:func:`register`); the CLI's
-``--metrics`` choices come from :data:`METRICS`, and an unknown name raises
-:class:`UnknownMetricError` listing the available ones. Model-backed scorers
-(``rerank/``) can register here too: a :class:`Metric` only needs a per-example
-``score(example, summary) -> dict`` and a corpus ``aggregate(rows) -> dict``.
-
-Row keys starting with ``_`` carry objects for ``aggregate`` (for example
-FairSumm's per-value terms for SOF) and never reach the tables.
+:func:`evaluate` scores every summary with every scorer: each scorer's
+``columns`` make the per-summary rows (the metrics' several columns, or one
+column named after a scorer), and its ``aggregate`` makes the corpus
+statistics (FairSumm's BUR/UER/SOF, or a scorer's mean).
 
 Summaries are given as :class:`Scored` items (row id, example, summary text),
 so one example can be scored against several summaries (its references).
-
-A metric may also give ``score_many(examples, summaries) -> rows``, which
-:func:`evaluate` then calls on blocks of items instead of ``score`` one by
-one: ``mint`` and ``fragments`` use it for the corpus path
-(:mod:`evenhand.evaluation.corpus`: each distinct source tokenized once per
-block, shared by the two metrics), with the same values as ``score``.
+Items are scored in blocks of :data:`EVALUATE_BLOCK` (``mint`` and
+``fragments`` then share one tokenization of each block's sources).
 
 Tables written by :func:`write_tables` for ``--out runs/x.jsonl``:
 ``runs/x.jsonl`` and ``runs/x.csv`` (one row per summary: ``id``, ``example_id``
-and the metrics' columns), ``runs/x.corpus.jsonl`` and ``runs/x.corpus.csv``
+and the scorers' columns), ``runs/x.corpus.jsonl`` and ``runs/x.corpus.csv``
 (one row per corpus statistic: ``metric``, ``value``, ``n``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from evenhand.evaluation.jsonl import write_csv, write_jsonl
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.registry import check_names, get_scorer
 from evenhand.evaluation.schema import DataError, Example
+from evenhand.evaluation.scorer import Scorer
 
 Row = dict[str, Any]
-
-
-class UnknownMetricError(ValueError):
-    """A metric name that is not registered; the message lists the available ones."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A registered metric.
-
-    Args:
-        name: registry name (``--metrics`` choice).
-        help: one line for ``--help``.
-        score: ``score(example, summary) -> row`` with float columns (and ``_``-private objects).
-        aggregate: ``aggregate(rows) -> {statistic: value}`` over this metric's rows.
-        score_many: optional ``score_many(examples, summaries) -> rows``, the rows
-            ``score`` gives one by one (a faster path for many items).
-    """
-
-    name: str
-    help: str
-    score: Callable[[Example, str], Row]
-    aggregate: Callable[[list[Row]], dict[str, float]]
-    score_many: Callable[[Sequence[Example], Sequence[str]], list[Row]] | None = None
-
-
-METRICS: dict[str, Metric] = {}
-
-
-def register(metric: Metric) -> Metric:
-    """Add ``metric`` to :data:`METRICS`; a second metric with the same name is an error."""
-    if metric.name in METRICS:
-        raise ValueError(f"a metric named {metric.name!r} is already registered")
-    METRICS[metric.name] = metric
-    return metric
-
-
-def get_metric(name: str) -> Metric:
-    """The registered metric ``name``, or :class:`UnknownMetricError` listing the available ones."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise UnknownMetricError(
-            f"Unknown metric {name!r}. Available: {', '.join(sorted(METRICS))}"
-        ) from None
-
-
-def resolve_metrics(names: str | Iterable[str]) -> list[Metric]:
-    """Metrics from a comma-separated string or a list of names (duplicates removed, order kept)."""
-    names = list(dict.fromkeys(split_list(names, "metrics", empty_ok=True)))
-    if not names:
-        raise UnknownMetricError(f"no metric given. Available: {', '.join(sorted(METRICS))}")
-    return [get_metric(n) for n in names]
-
-
-# ---------------------------------------------------------------- metrics
-
-SOURCE_SEPARATOR = "\n"  # between documents for MINT and fragments: a spaCy whitespace token
-
-
-def _mean_columns(rows: list[Row], columns: Sequence[str]) -> dict[str, float]:
-    return {c: float(np.mean([r[c] for r in rows])) for c in columns}
-
-
-@lru_cache(maxsize=64)
-def _spacy_source(text: str) -> tuple[str, ...]:
-    from evenhand.evaluation.text import spacy_tokens
-
-    return tuple(spacy_tokens(text))
-
-
-def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], list[str]]:
-    from evenhand.evaluation.text import spacy_tokens
-
-    tokens = spacy_tokens(summary)
-    if not any(t.strip() for t in tokens):
-        raise DataError(f"example {example.id!r}: the summary is empty")
-    return _spacy_source(example.source_text(SOURCE_SEPARATOR)), tokens
-
-
-def _named_row(columns: Sequence[str], scores: Any) -> Row:
-    """A score dataclass's fields, in order, under the report's column names."""
-    from dataclasses import astuple
-
-    values = astuple(scores)
-    if len(values) != len(columns):
-        raise ValueError(f"{type(scores).__name__} has {len(values)} fields, expected {len(columns)}: {columns}")
-    return dict(zip(columns, values))
-
-
-#: MintScore's fields in order (mint, p1..p4, lcsr) as report columns.
-MINT_COLUMNS = ("mint", "mint_p1", "mint_p2", "mint_p3", "mint_p4", "mint_lcsr")
-
-
-def _score_mint(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.mint import mint_tokens
-
-    source, tokens = _summary_tokens(example, summary)
-    return _named_row(MINT_COLUMNS, mint_tokens(source, tokens))
-
-
-@lru_cache(maxsize=1)
-def _pair_corpus(sources: tuple[str, ...], summaries: tuple[str, ...]) -> Any:
-    """The corpus path's tokenized pairs, kept for the next metric on the same block."""
-    from evenhand.evaluation.corpus import PairCorpus
-
-    return PairCorpus(sources, summaries)
-
-
-def _corpus_for(examples: Sequence[Example], summaries: Sequence[str]) -> Any:
-    for example, summary in zip(examples, summaries):
-        if not summary.strip():  # exactly when spaCy finds no non-whitespace token
-            raise DataError(f"example {example.id!r}: the summary is empty")
-    sources = tuple(ex.source_text(SOURCE_SEPARATOR) for ex in examples)
-    return _pair_corpus(sources, tuple(summaries))
-
-
-def _score_mint_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_named_row(MINT_COLUMNS, s) for s in _corpus_for(examples, summaries).mint()]
-
-
-register(
-    Metric(
-        "mint",
-        "MINT abstractiveness (Dreyer et al. 2023) and its components, corpus mean",
-        _score_mint,
-        lambda rows: _mean_columns(rows, MINT_COLUMNS),
-        _score_mint_many,
-    )
-)
-
-
-#: FragmentScores' fields in order as report columns.
-FRAGMENT_COLUMNS = (
-    "frag_coverage",
-    "frag_density",
-    "frag_compression",
-    "novel_1",
-    "novel_2",
-    "novel_3",
-    "novel_4",
-)
-
-
-def _score_fragments(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fragments import fragment_scores_tokens
-
-    source, tokens = _summary_tokens(example, summary)
-    return _named_row(FRAGMENT_COLUMNS, fragment_scores_tokens(source, tokens))
-
-
-def _score_fragments_many(examples: Sequence[Example], summaries: Sequence[str]) -> list[Row]:
-    return [_named_row(FRAGMENT_COLUMNS, f) for f in _corpus_for(examples, summaries).fragments()]
-
-
-register(
-    Metric(
-        "fragments",
-        "extractive fragment coverage/density/compression (Grusky et al. 2018), novel n-grams",
-        _score_fragments,
-        lambda rows: _mean_columns(rows, FRAGMENT_COLUMNS),
-        _score_fragments_many,
-    )
-)
-
-
-@lru_cache(maxsize=64)
-def _group_profile(
-    groups: tuple[tuple[str, str], ...],
-) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from evenhand.evaluation.fairsumm import group_profile
-
-    return group_profile(dict(groups))
-
-
-def _score_fairsumm(example: Example, summary: str) -> Row:
-    from evenhand.evaluation.fairsumm import auc, ngram_target, sample_fairness
-    from evenhand.evaluation.text import fairsumm_tokens
-
-    missing = [i for i, d in enumerate(example.documents) if d.group is None]
-    if missing:
-        raise DataError(
-            f"example {example.id!r}: documents {missing[:5]} have no `group`; "
-            "fairsumm needs a group label on every document"
-        )
-    groups = example.group_texts(" ")
-    if len(groups) < 2:
-        raise DataError(
-            f"example {example.id!r}: fairsumm needs at least two groups (attribute values), "
-            f"got {list(groups)}; give `group_values` or documents from two groups"
-        )
-    counts, vocab = _group_profile(tuple(groups.items()))
-    if sum(counts.values()) == 0:
-        raise DataError(f"example {example.id!r}: the documents have no content words for fairsumm")
-    target = ngram_target(vocab, fairsumm_tokens(summary))
-    result = sample_fairness(counts, target)
-    return {
-        "fairsumm_uer": result.uer,
-        "fairsumm_unfair": float(result.unfair),
-        "fairsumm_auc": auc(counts, target),
-        "fairsumm_groups": float(sum(c > 0 for c in counts.values())),
-        "_fairsumm": result,
-    }
-
-
-def _aggregate_fairsumm(rows: list[Row]) -> dict[str, float]:
-    from evenhand.evaluation.fairsumm import corpus_fairness
-
-    corpus = corpus_fairness([r["_fairsumm"] for r in rows])
-    multi = [r["fairsumm_unfair"] for r in rows if r["fairsumm_groups"] >= 2]
-    return {
-        "fairsumm_bur": corpus.bur,
-        "fairsumm_uer": corpus.uer,
-        "fairsumm_sof": corpus.sof,
-        "fairsumm_auc": float(np.mean([r["fairsumm_auc"] for r in rows])),
-        "fairsumm_bur_multigroup": float(np.mean(multi)) if multi else 0.0,
-    }
-
-
-register(
-    Metric(
-        "fairsumm",
-        "FairSumm BUR/UER/SOF/AUC with the N-gram matching target (Zhang et al. 2024)",
-        _score_fairsumm,
-        _aggregate_fairsumm,
-    )
-)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -291,16 +55,33 @@ class EvaluationReport:
 EVALUATE_BLOCK = 512
 
 
-def evaluate(
-    items: Sequence[Scored], metrics: str | Iterable[str], progress: bool = False
-) -> EvaluationReport:
-    """Score every item with every metric; aggregate each metric over the corpus.
+def resolve_scorers(scorers: str | Iterable[str | Scorer]) -> list[Scorer]:
+    """Scorers from a comma-separated string of names, or a list of names and built scorers.
 
-    Metrics with ``score_many`` score blocks of :data:`EVALUATE_BLOCK` items
-    at once (same values as one by one). Raises DataError (naming the example)
-    for inputs a metric cannot score.
+    Names are checked against the registry first (UnknownScorerError lists the
+    available ones) and built with their defaults; duplicates are dropped.
     """
-    chosen = resolve_metrics(metrics)
+    if isinstance(scorers, str):
+        scorers = check_names(scorers, "metrics")
+    built: dict[str, Scorer] = {}
+    for item in scorers:
+        scorer = item if isinstance(item, Scorer) else get_scorer(check_names([item], "metrics")[0])
+        built.setdefault(scorer.label, scorer)
+    if not built:
+        check_names([], "metrics")  # raises: no scorer given
+    return list(built.values())
+
+
+def evaluate(
+    items: Sequence[Scored], scorers: str | Iterable[str | Scorer], progress: bool = False
+) -> EvaluationReport:
+    """Score every item with every scorer; aggregate each scorer over the corpus.
+
+    ``scorers``: registered names (comma-separated or a list) or built scorers.
+    Items are scored in blocks of :data:`EVALUATE_BLOCK` (progress is reported
+    per block). Raises DataError (naming the example) for inputs a scorer cannot score.
+    """
+    chosen = resolve_scorers(scorers)
     if not items:
         raise DataError("nothing to evaluate: no summaries were given")
     bar = None
@@ -309,20 +90,17 @@ def evaluate(
 
         bar = tqdm(total=len(items), desc="evaluate", unit="summary")
     rows: list[Row] = []
-    per_metric: dict[str, list[Row]] = {m.name: [] for m in chosen}
+    records: dict[str, list[Row]] = {s.label: [] for s in chosen}
     try:
         for lo in range(0, len(items), EVALUATE_BLOCK):
             block = items[lo : lo + EVALUATE_BLOCK]
             block_rows: list[Row] = [{"id": i.id, "example_id": i.example.id} for i in block]
-            for metric in chosen:
-                if metric.score_many is not None:
-                    scores = metric.score_many([i.example for i in block], [i.summary for i in block])
-                else:
-                    scores = [metric.score(i.example, i.summary) for i in block]
-                per_metric[metric.name].extend(scores)
-                for row, score in zip(block_rows, scores):
-                    row.update(score)
-            rows.extend({k: v for k, v in row.items() if not k.startswith("_")} for row in block_rows)
+            for scorer in chosen:
+                details = scorer.score_details([i.example for i in block], [i.summary for i in block])
+                records[scorer.label].extend(details)
+                for row, detail in zip(block_rows, details):
+                    row.update(scorer.columns(detail))
+            rows.extend(block_rows)
             if bar is not None:
                 bar.update(len(block))
     finally:
@@ -330,8 +108,8 @@ def evaluate(
             bar.close()
     corpus = [
         {"metric": stat, "value": value, "n": len(items)}
-        for metric in chosen
-        for stat, value in metric.aggregate(per_metric[metric.name]).items()
+        for scorer in chosen
+        for stat, value in scorer.aggregate(records[scorer.label]).items()
     ]
     return EvaluationReport(rows=rows, corpus=corpus)
 

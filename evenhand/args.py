@@ -1,4 +1,11 @@
-"""Build argparse options from config dataclasses, and configs back from parsed args."""
+"""Build argparse options from config dataclasses, and configs back from parsed args.
+
+The CLI side of the one config loader (:mod:`evenhand.evaluation.configs`): a
+``--config`` YAML file of fields sets the defaults, the flags given on the
+command line override them, unknown YAML keys are errors naming the key.
+A ``list[X]`` field is one flag taking a comma-separated value
+(``--scorers rouge-l-recall,alignscore``); YAML takes a list or that string.
+"""
 
 from __future__ import annotations
 
@@ -28,16 +35,30 @@ def add_dataclass_arguments(
     Defaults are left as None on the parser, so ``config_from_args`` can tell set
     flags from unset ones (unset ones keep the dataclass's own default).
     """
+    from evenhand.evaluation.configs import list_fields
+
     hints = typing.get_type_hints(cls)
+    lists = list_fields(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip or not f.init:
             continue
         typ, _ = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else None
+        if f.default_factory is not dataclasses.MISSING and f.name in lists:
+            default = ",".join(str(v) for v in f.default_factory())
         help_text = f.metadata.get("help", "")
+        if f.name in lists:
+            help_text = f"{help_text} Comma-separated."
+        if f.metadata.get("scorers"):
+            from evenhand.evaluation.registry import described
+
+            help_text = f"{help_text} Available: {described()}."
         help_text = f"{help_text} (default: {default})" if default is not None else help_text
-        if typ is bool:
+        help_text = help_text.replace("%", "%%")
+        if f.name in lists:
+            parser.add_argument(flag, dest=f.name, default=None, help=help_text, metavar="A,B")
+        elif typ is bool:
             parser.add_argument(
                 flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
                 help=help_text,
@@ -49,12 +70,18 @@ def add_dataclass_arguments(
             )
 
 
-def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
-    """Instantiate ``cls`` from the options set on the command line, plus ``extra``.
+def config_from_args(
+    cls: type[T], args: argparse.Namespace, config_file: str | None = None, **extra: Any
+) -> T:
+    """Instantiate ``cls`` from a YAML file of fields, the options set on the command line, and ``extra``.
 
-    A ``ValueError`` of the config (a bad or contradictory option) becomes a
-    ``DataError``, which the CLI prints as one line and exits with status 2.
+    ``config_file`` (the ``--config`` YAML, optional) gives the defaults; flags
+    set on the command line override it, and ``extra`` (not None) overrides
+    both. An unknown YAML key, or a ``ValueError`` of the config (a bad or
+    contradictory option), becomes a ``DataError``, which the CLI prints as
+    one line and exits with status 2.
     """
+    from evenhand.evaluation.configs import load_config
     from evenhand.evaluation.schema import DataError
 
     values = {
@@ -64,9 +91,37 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
     }
     values.update({k: v for k, v in extra.items() if v is not None})
     try:
-        return cls(**values)
+        return load_config(cls, config_file, **values)
     except ValueError as err:
         raise DataError(str(err)) from None
+
+
+#: Options several commands share: name -> (flag, argparse keywords). See ``add_common_options``.
+COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "data": ("--data", {"required": True, "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json."}),
+    "model": ("--model", {
+        "default": "smollm2-135m-instruct",
+        "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
+    }),
+    "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
+    "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
+    "no_resume": ("--no-resume", {
+        "dest": "resume", "action": "store_false",
+        "help": "Start afresh instead of skipping examples already in --out; the old file moves to "
+        "<out>.bak once the first new result is ready.",
+    }),
+    "force_resume": ("--force-resume", {
+        "action": "store_true",
+        "help": "Resume even though --out was written with other settings (its manifest differs).",
+    }),
+}
+
+
+def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: str) -> None:
+    """Add the shared options ``names`` (keys of :data:`COMMON_OPTIONS`); ``helps`` rewords their help."""
+    for name in names:
+        flag, keywords = COMMON_OPTIONS[name]
+        parser.add_argument(flag, **{**keywords, "help": helps.get(name, keywords["help"])})
 
 
 def load_limited(path: str, limit: int | None) -> list[Any]:

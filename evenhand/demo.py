@@ -45,6 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.configs import coerce_lists
 from evenhand.evaluation.loaders import load_jsonl
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
@@ -72,15 +73,19 @@ class DemoConfig:
         default=(1.0, 3.0), metadata={"help": "Fair beam search weights β, one candidate each."}
     )
     candidates: int = field(default=2, metadata={"help": "Sampled candidates to rerank."})
-    scorers: str = field(
-        default=DEFAULT_SCORERS, metadata={"help": "Components of the reranking composite."},
+    scorers: list[str] = field(
+        default_factory=lambda: DEFAULT_SCORERS.split(","),
+        metadata={"help": "Components of the reranking composite."},
     )
-    weights: str | None = field(default=None, metadata={"help": "Their weights (default: equal)."})
+    weights: list[float] | None = field(default=None, metadata={"help": "Their weights (default: equal)."})
     floors: dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_FLOORS),
         metadata={"help": "Scorer -> margin below the plain summary that disqualifies a candidate."},
     )
     seed: int = field(default=0, metadata={"help": "Random seed."})
+
+    def __post_init__(self) -> None:
+        coerce_lists(self)
 
 
 #: How the demo's model-backed scores are computed offline.
@@ -260,8 +265,8 @@ def run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import get_scorer
     from evenhand.rerank.reranker import build_floor_scorers
     from evenhand.rerank.scorer import share_model
 

@@ -21,8 +21,11 @@ its longest pair (AlignScore pads to 512: same scores, less work).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from evenhand.evaluation.scorer import ScorerConfig
 
 FALLBACK_NAME = "alignscore-minilm-fallback"
 FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
@@ -38,6 +41,12 @@ class AlignBackend:
         self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
     ) -> list[float]:
         """One probability in [0, 1] per (premise, hypothesis) pair."""
+        if len(premises) != len(hypotheses):
+            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
+        return self._pair_probs(list(premises), list(hypotheses), batch_size)
+
+    def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
+        """``pair_probs`` on lists of equal length (what backends implement)."""
         raise NotImplementedError
 
 
@@ -67,13 +76,9 @@ class _CrossEncoder(AlignBackend):
     def _uses_token_types(self) -> bool:
         return True
 
-    def pair_probs(
-        self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
-    ) -> list[float]:
+    def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         import torch
 
-        if len(premises) != len(hypotheses):
-            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
         out = [0.0] * len(premises)
         lengths = [len(p) + len(h) for p, h in zip(premises, hypotheses)]
         for rows in length_batches(lengths, batch_size):
@@ -263,11 +268,7 @@ class MiniLMFallback(AlignBackend):
             out[rows] = torch.nn.functional.normalize(pooled.float(), dim=-1).cpu()
         return out
 
-    def pair_probs(
-        self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
-    ) -> list[float]:
-        if len(premises) != len(hypotheses):
-            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
+    def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         unique = list(dict.fromkeys([*premises, *hypotheses]))  # embed each text once
         index = {t: i for i, t in enumerate(unique)}
         emb = self.embed(unique, batch_size)
@@ -302,12 +303,29 @@ def load_backend(
     return _LOADED[key]
 
 
+@dataclass
+class AlignmentConfig(ScorerConfig):
+    """Settings every alignment-backed scorer has (``alignscore``, ``equal-coverage``)."""
+
+    model: str = field(default="fallback", metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, or 'fallback' (MiniLM)."})
+    base_model: str = field(default="roberta-large", metadata={"help": "Config+tokenizer folder for a .ckpt (roberta-large or roberta-base)."})
+    max_length: int = field(default=512, metadata={"help": "Tokens per (premise, hypothesis) pair."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_length < 8:
+            raise ValueError(f"`max_length` must be an int >= 8, got {self.max_length}")
+
+
 class AlignmentBackendMixin:
     """For scorers whose config names an alignment ``model``/``base_model``: the lazily
     loaded backend and the model id used in cache keys (``model|base_model``)."""
 
     _backend: Any = None
     config: Any
+    #: ``--align-model``, ``--align-base`` and ``--device`` set these config fields.
+    cli_options = {"align_model": "model", "align_base": "base_model", "device": "device"}
 
     @property
     def backend(self) -> Any:
@@ -320,3 +338,20 @@ class AlignmentBackendMixin:
     @property
     def model_id(self) -> str:
         return f"{self.config.model}|{self.config.base_model}"
+
+    def pair_grids(
+        self, grids: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> list[list[list[float]]]:
+        """Per (premises, hypotheses) the matrix ``m[i][j]`` = p(premise i supports hypothesis j).
+
+        The pairs of all grids go to the backend in one ``pair_probs`` call
+        (batched by length); with no pair at all the backend is not loaded.
+        """
+        premises = [p for ps, hs in grids for p in ps for _ in hs]
+        hypotheses = [h for ps, hs in grids for _ in ps for h in hs]
+        probs = self.backend.pair_probs(premises, hypotheses, self.config.batch_size) if premises else []
+        matrices, pos = [], 0
+        for ps, hs in grids:
+            matrices.append([probs[pos + i * len(hs) : pos + (i + 1) * len(hs)] for i in range(len(ps))])
+            pos += len(ps) * len(hs)
+        return matrices

@@ -11,9 +11,10 @@ prefix, so every row equals an unpadded forward of its own prefix + continuation
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(
@@ -182,11 +183,21 @@ def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Se
     return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
 
 
+@dataclass
+class LmBackedConfig(ScorerConfig):
+    """Settings every LM-backed scorer has (the judges, the LM-likelihood scorers)."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "Judge or (causal or seq2seq) LM: embedded alias, local folder or cached HF id."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+
 class LmBackedScorer(Scorer):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
-    Its config needs ``model`` (alias, folder or HF id) and ``device`` fields.
+    Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``).
     """
+
+    Config = LmBackedConfig
 
     def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)

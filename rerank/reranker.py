@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.configs import coerce_lists
 from evenhand.evaluation.jsonl import ResumableJsonl
 from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.scorer import Scorer
+from evenhand.evaluation.scorer import Scorer
 
 #: The paper's three samplers: GenerateConfig fields each one sets.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -90,9 +91,9 @@ class RerankConfig:
     """Settings of the reranker."""
 
     candidates: int = field(default=9, metadata={"help": "Candidates sampled per example (N)."})
-    recipes: str = field(
-        default="nucleus,top-k,hybrid",
-        metadata={"help": "Comma-separated samplers, cycled over candidates."},
+    recipes: list[str] = field(
+        default_factory=lambda: ["nucleus", "top-k", "hybrid"],
+        metadata={"help": "Samplers cycled over candidates (a list or comma-separated)."},
     )
     seed: int = field(default=0, metadata={"help": "Base seed of the samplers."})
     floors: dict[str, float] = field(
@@ -104,6 +105,7 @@ class RerankConfig:
     )
 
     def __post_init__(self) -> None:
+        coerce_lists(self)
         if self.candidates < 1:
             raise ValueError(f"`candidates` must be a positive int, got {self.candidates}")
         for name, margin in self.floors.items():
@@ -116,10 +118,9 @@ class RerankConfig:
     @property
     def recipe_list(self) -> list[str]:
         """The samplers in cycling order."""
-        items = split_list(self.recipes, "recipes", empty_ok=True)
-        if not items:
+        if not self.recipes:
             raise ValueError("`recipes` is empty; give at least one of " + ", ".join(RECIPES))
-        return items
+        return list(self.recipes)
 
     def plan(self) -> list[str]:
         """The sampler of each candidate: candidate i uses ``recipe_list[i % len]``."""
@@ -252,7 +253,7 @@ def build_floor_scorers(
     options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Scorer]:
     """The scorers behind ``floors``: the selection scorer's own component where it has one."""
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     components = getattr(scorer, "components", {})
     options = options or {}

@@ -32,7 +32,7 @@ def main() -> int:
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.jsonl import ResumableJsonl
     from evenhand.evaluation.loaders import load_examples
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker
 
     examples = load_examples(args.data)[: args.limit]

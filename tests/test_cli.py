@@ -96,7 +96,7 @@ def test_evaluate_accepts_registered_scorers(tmp_path, capsys):
     # LCS of 8 source tokens and the summary is 2 ("food ... service" / "great ... slow")
     assert row["rouge-l-recall"] == 0.25
     assert main([*args, "--metrics", "mint,nope"]) == 2
-    assert "Unknown metric 'nope'. Available: mint" in capsys.readouterr().err
+    assert "--metrics: Unknown scorer 'nope'. Available: alignscore" in capsys.readouterr().err
 
 
 def test_demo_references_and_independent_checks():

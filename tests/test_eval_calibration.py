@@ -119,7 +119,7 @@ def _annotated(path: Path) -> Path:
 
 
 def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, capsys) -> None:
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     from evenhand.cli import main
 

@@ -68,7 +68,7 @@ def test_meta_eval_command_writes_and_resumes(tmp_path, capsys):
 def test_rouge_l_recall_tracks_coverage_on_the_shared_set():
     if not CONTROLLED.exists():
         pytest.skip(f"shared data not found at {CONTROLLED}")
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     data = load_controlled(CONTROLLED)
     sources = [data.sources[i] for i in data.source_index]

@@ -104,7 +104,7 @@ def test_extending_guide_runs() -> None:
     """docs/extending.md's Python blocks run as written (their asserts hold)."""
     import re
 
-    from evenhand.rerank.registry import unregister
+    from evenhand.evaluation.registry import unregister
 
     text = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
@@ -121,10 +121,12 @@ def test_extending_guide_runs() -> None:
 
 
 def test_every_scorer_module_registers_without_a_list() -> None:
-    from evenhand.rerank.registry import _REGISTRY, available
+    from evenhand.evaluation.registry import _REGISTRY, available
 
-    available()  # first lookup imports every module of evenhand.rerank.scorers
-    registered_from = {cls.__module__.rsplit(".", 1)[-1] for cls in _REGISTRY.values()}
-    files = {p.stem for p in (ROOT / "rerank" / "scorers").glob("*.py")} - {"__init__"}
-    assert files <= registered_from, f"modules that registered nothing: {files - registered_from}"
+    available()  # first lookup imports every module of both built-in scorer packages
+    registered_from = {cls.__module__ for cls in _REGISTRY.values()}
+    for layer, package in (("rerank", "evenhand.rerank.scorers"), ("evaluation", "evenhand.evaluation.scorers")):
+        files = {f"{package}.{p.stem}" for p in (ROOT / layer / "scorers").glob("*.py")} - {f"{package}.__init__"}
+        assert files <= registered_from, f"modules that registered nothing: {files - registered_from}"
     assert {"lm-pmi", "fluency", "calibrated", "rouge-1-recall", "equal-coverage"} <= set(available())
+    assert {"mint", "fragments", "fairsumm"} <= set(available())

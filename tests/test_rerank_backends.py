@@ -5,6 +5,7 @@ import shutil
 import pytest
 import torch
 from evenhand.decoding.models import minilm_path
+from evenhand.evaluation.registry import get_scorer
 from evenhand.rerank.alignment import (
     FALLBACK_NAME,
     AlignScoreCheckpoint,
@@ -13,7 +14,6 @@ from evenhand.rerank.alignment import (
     load_backend,
     read_state_dict,
 )
-from evenhand.rerank.registry import get_scorer
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 SOURCE = "The council approved the budget. Taxes will rise next year. Parks get more money."

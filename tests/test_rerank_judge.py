@@ -3,8 +3,8 @@
 import pytest
 import torch
 from evenhand.decoding.models import tiny_model
+from evenhand.evaluation.registry import get_scorer
 from evenhand.evaluation.schema import Document, Example
-from evenhand.rerank.registry import get_scorer
 from evenhand.rerank.scorers.llm_judge import expected_digit
 
 SOURCE = ["The council approved the budget.", "Critics said taxes will rise."]
@@ -20,7 +20,7 @@ def judge():
 
 
 def _full_probs(judge, source, summary):
-    from evenhand.rerank.scorer import as_example
+    from evenhand.evaluation.scorer import as_example
 
     prefix, (suffix,) = judge.prompt_parts(as_example(source), [summary])
     with torch.no_grad():

@@ -8,8 +8,8 @@ import torch
 from conftest import CONTROLLED_ENTRIES, write_controlled
 from evenhand.decoding.models import tiny_model
 from evenhand.decoding.prompting import DEFAULT_SYSTEM, chat_prompt
+from evenhand.evaluation.registry import get_scorer
 from evenhand.evaluation.schema import Document, Example
-from evenhand.rerank.registry import get_scorer
 from evenhand.rerank.scorers.lm_likelihood import continuation_logprobs, sentence_of_tokens
 from evenhand.rerank.text import alignscore_chunks
 

@@ -3,9 +3,15 @@
 from dataclasses import dataclass, field
 
 import pytest
+from evenhand.evaluation.registry import (
+    UnknownScorerError,
+    available,
+    get_scorer,
+    register,
+    unregister,
+)
 from evenhand.evaluation.schema import DataError, Document, Example
-from evenhand.rerank.registry import UnknownScorerError, available, get_scorer, register, unregister
-from evenhand.rerank.scorer import Scorer, ScorerConfig, as_example
+from evenhand.evaluation.scorer import Scorer, ScorerConfig, as_example
 from evenhand.rerank.scorers.alignscore import max_mean
 from evenhand.rerank.scorers.composite import CompositeScorer, normalize
 from evenhand.rerank.scorers.llm_judge import expected_digit, parse_score

@@ -115,7 +115,7 @@ def test_parse_sweep_validates_top_level_and_values(tmp_path: Path) -> None:
         parse_sweep({"datasets": {"d": "x"}, "temperature": 0.5}, tmp_path)
     with pytest.raises(DataError, match="num_beams"):
         parse_sweep({"datasets": {"d": "x"}, "grid": {"num_beams": [0]}}, tmp_path)
-    with pytest.raises(DataError, match="Unknown metric 'rouge9'"):
+    with pytest.raises(DataError, match="metrics: Unknown scorer 'rouge9'"):
         parse_sweep({"datasets": {"d": "x"}, "metrics": ["rouge9"]}, tmp_path)
     with pytest.raises(DataError, match="`seeds` lists a seed twice"):
         parse_sweep({"datasets": {"d": "x"}, "seeds": [1, 1]}, tmp_path)

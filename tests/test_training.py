@@ -73,7 +73,7 @@ def test_config_defaults_are_the_papers():
     c = DPORRConfig()
     assert (c.iterations, c.prompts_per_iteration, c.candidates, c.batch_size) == (10, 500, 9, 4)
     assert (c.lora_r, c.lora_alpha, c.lora_dropout, c.target_modules) == (8, 16, 0.1, ["q_proj", "v_proj"])
-    assert c.recipes == "nucleus,top-k,hybrid" and c.pair_strategy == "all"
+    assert c.recipes == ["nucleus", "top-k", "hybrid"] and c.pair_strategy == "all"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_config_yaml_overrides_and_unknown_keys(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("iterations: 3\nscorers: rouge-l-recall\nbeta: 0.2\n")
     c = DPORRConfig.from_yaml(path, beta=0.5, seed=None)
-    assert (c.iterations, c.scorers, c.beta, c.seed) == (3, "rouge-l-recall", 0.5, 0)
+    assert (c.iterations, c.scorers, c.beta, c.seed) == (3, ["rouge-l-recall"], 0.5, 0)
     assert DPORRConfig.from_dict(c.to_dict()) == c
     path.write_text("iterations: 3\nbetta: 0.2\n")
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['betta'\]; valid keys: data"):
@@ -405,7 +405,7 @@ def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, caps
     path.write_text("data: d.jsonl\nout_dir: runs/a\niterations: 3\nscorers: rouge-l-recall\n")
     assert main(["train", "--config", str(path), "--iterations", "2", "--no-progress"]) == 0
     c = seen["config"]
-    assert (c.data, c.out_dir, c.iterations, c.progress, c.scorers) == ("d.jsonl", "runs/a", 2, False, "rouge-l-recall")
+    assert (c.data, c.out_dir, c.iterations, c.progress, c.scorers) == ("d.jsonl", "runs/a", 2, False, ["rouge-l-recall"])
     assert main(["train", "--data", "x.jsonl", "--out", "o", "--pair-strategy", "top-gap", "--top-gap-k", "2"]) == 0
     assert (seen["config"].pair_strategy, seen["config"].top_gap_k, seen["config"].out_dir) == ("top-gap", 2, "o")
     assert "0.5000" in capsys.readouterr().out

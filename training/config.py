@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.configs import coerce_lists, config_from_mapping, load_config
 
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
 REFERENCES = ("base", "previous")
@@ -54,19 +54,19 @@ class DPORRConfig:
         default=500, metadata=_help("Training prompts sampled (seeded, without replacement) per iteration.")
     )
     candidates: int = field(default=9, metadata=_help("Candidates sampled per prompt."))
-    recipes: str = field(
-        default="nucleus,top-k,hybrid",
+    recipes: list[str] = field(
+        default_factory=lambda: ["nucleus", "top-k", "hybrid"],
         metadata=_help("Samplers cycled over candidates (rerank.RECIPES): the paper's thirds."),
     )
     max_new_tokens: int = field(default=96, metadata=_help("Tokens per candidate and dev summary."))
     generate_batch_size: int = field(default=4, metadata=_help("Sequences per generate() call."))
     # -- scoring and pairs ---------------------------------------------------------------
-    scorers: str = field(
-        default="llm-coverage,alignscore",
-        metadata=_help("Comma-separated registered scorers combined by `composite`."),
+    scorers: list[str] = field(
+        default_factory=lambda: ["llm-coverage", "alignscore"],
+        metadata={**_help("Registered scorers combined by `composite`."), "scorers": True},
     )
-    weights: str | None = field(
-        default=None, metadata=_help("Comma-separated scorer weights (default: equal).")
+    weights: list[float] | None = field(
+        default=None, metadata=_help("Scorer weights, one per scorer (default: equal).")
     )
     normalize: str = field(
         default="minmax", metadata=_help("Per-candidate-set normalization of each scorer: minmax, zscore, none.")
@@ -114,12 +114,15 @@ class DPORRConfig:
     lora_r: int = field(default=8, metadata=_help("LoRA rank."))
     lora_alpha: int = field(default=16, metadata=_help("LoRA alpha."))
     lora_dropout: float = field(default=0.1, metadata=_help("LoRA dropout."))
-    lora_target: str = field(default="q_proj,v_proj", metadata=_help("Comma-separated LoRA target modules."))
+    lora_target: list[str] = field(
+        default_factory=lambda: ["q_proj", "v_proj"], metadata=_help("LoRA target modules.")
+    )
     # -- misc --------------------------------------------------------------------------------
     seed: int = field(default=0, metadata=_help("Seed of prompt sampling, sampling, LoRA init and DPO."))
     progress: bool = field(default=True, metadata=_help("Progress bars and per-stage messages."))
 
     def __post_init__(self) -> None:
+        coerce_lists(self)  # YAML lists and comma-separated strings alike
         positive = ("iterations", "prompts_per_iteration", "candidates", "max_new_tokens",
                     "generate_batch_size", "batch_size", "gradient_accumulation_steps", "max_length",
                     "lora_r", "lora_alpha", "top_gap_k")
@@ -154,20 +157,19 @@ class DPORRConfig:
             raise ValueError("`scorers` is empty; give at least one registered scorer name")
         from evenhand.rerank.reranker import RECIPES
 
-        recipes = split_list(self.recipes, "recipes", empty_ok=True)
-        unknown = [r for r in recipes if r not in RECIPES]
-        if not recipes or unknown:
+        unknown = [r for r in self.recipes if r not in RECIPES]
+        if not self.recipes or unknown:
             raise ValueError(f"`recipes` must name samplers among {', '.join(RECIPES)}, got {self.recipes!r}")
 
     @property
     def target_modules(self) -> list[str]:
         """LoRA target module names."""
-        return split_list(self.lora_target, "lora_target", empty_ok=True)
+        return list(self.lora_target)
 
     @property
     def scorer_names(self) -> list[str]:
         """The component scorer names."""
-        return split_list(self.scorers, "scorers", empty_ok=True)
+        return list(self.scorers)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON/YAML-ready dict of every field."""
@@ -176,51 +178,9 @@ class DPORRConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any], where: str = "config") -> DPORRConfig:
         """Build from a mapping; unknown keys raise ValueError listing the valid ones."""
-        if not isinstance(values, dict):
-            raise ValueError(f"{where}: expected a mapping of DPORRConfig fields, got {type(values).__name__}")
-        valid = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(values) - set(valid))
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
-        _check_types(cls, values, where)
-        return cls(**values)
+        return config_from_mapping(cls, values, where)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> DPORRConfig:
         """Load a YAML file of fields; ``overrides`` (not None) win over the file."""
-        import yaml
-        from evenhand.evaluation.files import read_utf8
-
-        path = Path(path)
-        try:
-            values = yaml.safe_load(read_utf8(path, "--config")) or {}
-        except yaml.YAMLError as err:
-            raise ValueError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
-        if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a mapping of DPORRConfig fields at the top level")
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(values, str(path))
-
-
-def _check_types(cls: type, values: dict[str, Any], where: str) -> None:
-    """Raise ValueError naming the field when a value has the wrong scalar type (YAML ``high``)."""
-    import types
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    for key, value in values.items():
-        union = typing.get_origin(hints[key]) in (typing.Union, types.UnionType)
-        allowed = typing.get_args(hints[key]) if union else (hints[key],)
-        if value is None and type(None) in allowed:
-            continue
-        scalar = [t for t in allowed if t in (bool, int, float, str)]
-        if not scalar or len(scalar) < len([t for t in allowed if t is not type(None)]):
-            continue  # lists, dicts, unions of other types: checked by __post_init__
-        ok = any(
-            isinstance(value, t) and not (t in (int, float) and isinstance(value, bool))
-            or (t is float and isinstance(value, int) and not isinstance(value, bool))
-            for t in scalar
-        )
-        if not ok:
-            names = " or ".join(t.__name__ for t in scalar)
-            raise ValueError(f"{where}: `{key}` must be {names}, got {value!r}")
+        return load_config(cls, path, **overrides)

@@ -52,8 +52,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.configs import normalized
 from evenhand.evaluation.jsonl import write_json
-from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.training.config import DPORRConfig
 
@@ -121,7 +121,7 @@ def check_resumable(out_dir: Path, config: DPORRConfig) -> None:
     manifest = out_dir / MANIFEST
     if not manifest.is_file():
         return
-    old = json.loads(manifest.read_text(encoding="utf-8")).get("config", {})
+    old = normalized(DPORRConfig, json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
     new = config.to_dict()
     changed = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_CHANGES and old.get(k) != new.get(k))
     if changed:
@@ -170,8 +170,7 @@ class _Run:
         self.device = c.device or ("cpu" if self.state.device.type == "cpu" else str(self.state.device))
         self.out = Path(c.out_dir)
         if scorers is not None:
-            ws = None if c.weights is None else [float(w) for w in split_list(c.weights, "weights", empty_ok=True)]
-            self.scoring = Scoring(scorers, ws, c.normalize, c.score_source)
+            self.scoring = Scoring(scorers, c.weights, c.normalize, c.score_source)
         else:
             self.scoring = registry_scoring(c.scorer_names, c.weights, c.normalize, c.score_source)
         self.fair_scorer = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.configs import as_list
 from evenhand.evaluation.schema import DataError, Document, Example
 
 SCORE_SOURCES = ("documents", "target")
@@ -30,7 +30,7 @@ SCORE_SOURCES = ("documents", "target")
 
 def scoring_source(example: Example, mode: str = "documents") -> Example:
     """The example a scorer sees for ``example`` under ``mode`` (see module)."""
-    from evenhand.rerank.scorer import target_view
+    from evenhand.evaluation.scorer import target_view
 
     if mode == "documents":
         return example
@@ -102,12 +102,12 @@ class Scoring:
 
 
 def registry_scoring(
-    names: Sequence[str], weights: str | None, normalize: str, source: str,
+    names: Sequence[str], weights: Sequence[float] | str | None, normalize: str, source: str,
     cache_dir: str | None = None,
 ) -> Scoring:
     """A ``Scoring`` of registered scorers (``evenhand.rerank.registry.get_scorer``)."""
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
-    ws = None if weights is None else [float(w) for w in split_list(weights, "weights", empty_ok=True)]
+    ws = None if weights is None else [float(w) for w in as_list(weights, "weights", float) or []]
     return Scoring(components, ws, normalize, source)

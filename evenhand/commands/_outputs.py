@@ -1,22 +1,12 @@
-"""Resumable outputs shared by generate, rerank and meta-eval: flags, manifest, opening."""
+"""Resumable outputs shared by generate, rerank and meta-eval: the manifest and opening the file.
+
+The flags (``--no-resume``, ``--force-resume``) are ``evenhand.args.COMMON_OPTIONS``.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
-
-
-def add_resume_options(parser: argparse.ArgumentParser, what: str = "examples") -> None:
-    """``--no-resume`` and ``--force-resume``."""
-    parser.add_argument(
-        "--no-resume", dest="resume", action="store_false",
-        help=f"Start afresh instead of skipping {what} already in --out; the old file is moved to "
-        "<out>.bak once the first new result is ready.",
-    )
-    parser.add_argument(
-        "--force-resume", action="store_true",
-        help="Resume even though --out was written with other settings (its manifest differs).",
-    )
 
 
 def open_results(args: argparse.Namespace, command: str, options: dict[str, Any], key: str = "id") -> Any:

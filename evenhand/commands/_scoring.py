@@ -1,48 +1,46 @@
-"""Options shared by the commands that build scorers (rerank, meta-eval)."""
+"""Options shared by the commands that build scorers (evaluate, rerank, meta-eval, calibrate).
+
+Which scorer a flag such as ``--judge-model`` reaches is declared by the scorer
+class itself (``Scorer.cli_options``: argparse dest -> config field), so a new
+scorer needs no edit here.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-#: Scorers whose config has a judge ``model`` / an alignment ``model`` / a scoring LM ``model``.
-JUDGES = ("llm-coverage", "llm-faithfulness")
-ALIGNERS = ("alignscore", "equal-coverage")
-LMS = ("lm-likelihood", "lm-pmi", "fluency")
+#: The shared flags: (flag, help). Each one's dest is what ``Scorer.cli_options`` maps.
+SCORER_FLAGS = (
+    ("--judge-model", "Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct)."),
+    ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default)."),
+    ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
+    ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
+    ("--score-cache", "Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables)."),
+)
+
+
+def scorers_help(text: str) -> str:
+    """``text`` followed by the registry's names: every command's scorer choices come from it."""
+    from evenhand.evaluation.registry import described
+
+    return f"{text} Available: {described()}.".replace("%", "%%")
 
 
 def add_scorer_options(parser: argparse.ArgumentParser) -> None:
-    """--judge-model, --align-model, --align-base, --lm-model, --scorer-batch-size, --score-cache."""
-    parser.add_argument(
-        "--judge-model", default=None,
-        help="Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct).",
-    )
-    parser.add_argument(
-        "--align-model", default=None,
-        help="AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default).",
-    )
-    parser.add_argument(
-        "--align-base", default=None,
-        help="Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base).",
-    )
-    parser.add_argument(
-        "--lm-model", default=None,
-        help="Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct).",
-    )
+    """--judge-model, --align-model, --align-base, --lm-model, --score-cache, --scorer-batch-size."""
+    for flag, help_text in SCORER_FLAGS:
+        parser.add_argument(flag, default=None, help=help_text)
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
-    parser.add_argument(
-        "--score-cache", default=None,
-        help="Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables).",
-    )
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Per scorer name the config fields the command line sets.
+    """Per scorer name the config fields the command line sets (from each class's ``cli_options``).
 
     A ``calibrated:X`` name passes the options on to its components (``options``).
     """
+    from evenhand.evaluation.registry import scorer_class, split_name
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import split_name
 
     if args.scorer_batch_size is not None and args.scorer_batch_size < 1:
         raise DataError(f"--scorer-batch-size must be a positive int, got {args.scorer_batch_size}")
@@ -55,19 +53,13 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
             inner = {c: o for c, o in scorer_options(args, components).items() if o}
             options[name] = {"options": inner} if inner else {}
             continue
-        opts: dict[str, Any] = {}
-        if name in JUDGES and args.judge_model:
-            opts["model"] = args.judge_model
-        if name in ALIGNERS and args.align_model:
-            opts["model"] = args.align_model
-        if name in LMS and args.lm_model:
-            opts["model"] = args.lm_model
-        if name in ALIGNERS and args.align_base:
-            opts["base_model"] = args.align_base
+        opts = {
+            field: getattr(args, dest)
+            for dest, field in scorer_class(name).cli_options.items()
+            if getattr(args, dest, None)
+        }
         if args.scorer_batch_size is not None:
             opts["batch_size"] = args.scorer_batch_size
-        if getattr(args, "device", None) and name in (*JUDGES, *ALIGNERS, *LMS):
-            opts["device"] = args.device
         options[name] = opts
     return options
 
@@ -83,22 +75,31 @@ def score_cache(args: argparse.Namespace) -> Any:
     return cache_dir() / "scores"
 
 
-def split_names(text: str, flag: str = "--scorers") -> list[str]:
-    """Comma-separated scorer names, each checked against the registry (errors name ``flag``)."""
-    from evenhand.evaluation.lists import split_list
-    from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import UnknownScorerError, scorer_class, split_name
+def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
+    """Each named scorer built with the command line's options and score cache."""
+    from evenhand.evaluation.registry import get_scorer
 
-    names = split_list(text, flag, empty_ok=True)
-    if not names:
-        raise DataError(f"`{flag}` is empty; give comma-separated scorer names")
+    options = scorer_options(args, names)
+    return [get_scorer(name, cache_dir=score_cache(args), **options[name]) for name in names]
+
+
+def split_names(text: str | list[str], flag: str = "--scorers") -> list[str]:
+    """Comma-separated scorer names, each checked against the registry (errors name ``flag``).
+
+    An unknown name raises DataError ("--scorers: Unknown scorer 'x'. Available: ..."),
+    which the CLI prints as one line with exit status 2. A ``calibrated:X`` name's
+    calibration file is read now, before any model loads.
+    """
+    from evenhand.evaluation.registry import UnknownScorerError, check_names, split_name
+    from evenhand.evaluation.schema import DataError
+
+    try:
+        names = check_names(text, flag)
+    except UnknownScorerError as err:
+        raise DataError(str(err)) from None
     for name in names:
-        try:
-            scorer_class(name)
-        except UnknownScorerError as err:  # one-line CLI error: "Unknown scorer 'x'. Available: ..."
-            raise DataError(f"{flag}: {err}") from None
         base, argument = split_name(name)
-        if base == "calibrated":  # read the calibration now, before any model loads
+        if base == "calibrated":
             from evenhand.rerank.scorers.calibrated import load_calibration
 
             load_calibration(argument or "")

@@ -26,7 +26,7 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, target, scorers, fitting and bootstrap options."""
-    from evenhand.commands._scoring import add_scorer_options
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
     from evenhand.evaluation.calibration import NORMALIZATIONS
 
     parser.add_argument(
@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Human-scored summaries: controlled-summaries .json, or .jsonl lines {source, summary, <target>}.",
     )
     parser.add_argument("--target", required=True, help="The human score to fit: faithfulness or coverage.")
-    parser.add_argument("--scorers", required=True, help="Comma-separated registered scorer names (the features).")
+    parser.add_argument(
+        "--scorers", required=True,
+        help=scorers_help("Comma-separated registered scorer names (the features)."),
+    )
     parser.add_argument("--out", required=True, help="The calibration JSON to write.")
     parser.add_argument(
         "--normalize", default="zscore", choices=NORMALIZATIONS,
@@ -58,8 +61,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
 
     from evenhand.commands._scoring import split_names
     from evenhand.evaluation.meta_eval import TRUTHS
+    from evenhand.evaluation.registry import split_name
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import split_name
 
     if args.target not in TRUTHS:
         raise DataError(f"--target must be one of {', '.join(TRUTHS)}, got {args.target!r}")
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.calibration import cross_validate, fit_calibration
     from evenhand.evaluation.jsonl import write_json
     from evenhand.evaluation.meta_eval import load_annotated, meta_evaluate
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     names, alpha = _check(args)
     data = load_annotated(args.data, targets=[args.target])

@@ -15,7 +15,6 @@ prints the corpus table. Bad input exits with status 2 and a one-line message.
 from __future__ import annotations
 
 import argparse
-import sys
 
 NAME = "evaluate"
 HELP = "score summaries (MINT, fragments, FairSumm, ...) and write per-example and corpus tables"
@@ -30,11 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="JSONL of {id, summary}; or references, references:K, references:all",
     )
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
+
     parser.add_argument(
         "--metrics",
         default="mint,fragments",
-        help="comma-separated metric names (default: mint,fragments; also: fairsumm) and "
-        "registered scorer names (alignscore, equal-coverage, llm-coverage, rouge-l-recall...)",
+        help=scorers_help("comma-separated registered scorer names (default: mint,fragments)."),
     )
     parser.add_argument(
         "--out",
@@ -42,47 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-example table path (.jsonl); .csv and .corpus.jsonl/.corpus.csv go next to it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    from evenhand.commands._scoring import add_scorer_options
-
     add_scorer_options(parser)
-
-
-def split_metrics(names: str) -> tuple[list[str], list[str]]:
-    """(evaluation metric names, rerank scorer names); unknown names raise listing both."""
-    from evenhand.evaluation.lists import split_list
-    from evenhand.evaluation.report import METRICS, UnknownMetricError
-    from evenhand.rerank.registry import available, is_registered
-
-    metrics, scorers = [], []
-    for name in split_list(names, "--metrics", empty_ok=True):
-        if name in METRICS:
-            metrics.append(name)
-        elif is_registered(name):
-            scorers.append(name)
-        else:
-            raise UnknownMetricError(
-                f"Unknown metric {name!r}. Available: {', '.join([*METRICS, *available()])}"
-            )
-    return metrics, scorers
-
-
-def add_scorer_columns(report, items, scorers, args) -> None:  # noqa: ANN001
-    """Score every item with each rerank scorer; add per-row columns and corpus means."""
-    from evenhand.commands._scoring import score_cache, scorer_options
-    from evenhand.rerank.registry import get_scorer
-
-    options = scorer_options(args, scorers)
-    examples = [item.example for item in items]
-    summaries = [item.summary for item in items]
-    for name in scorers:
-        scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
-        details = scorer.score_details(examples, summaries)
-        for row, detail in zip(report.rows, details):
-            row[name] = float(detail["score"])
-            if scorer.model_id:
-                row[f"{name}_backend"] = scorer.model_id
-        values = [float(d["score"]) for d in details]
-        report.corpus.append({"metric": name, "value": sum(values) / len(values), "n": len(values)})
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -113,38 +73,17 @@ def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
+    from evenhand.commands._scoring import build_scorers, split_names
     from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.report import (
-        EvaluationReport,
-        UnknownMetricError,
-        evaluate,
-        format_corpus,
-        resolve_metrics,
-        select_summaries,
-        write_tables,
-    )
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
-    try:
-        names, scorers = split_metrics(args.metrics)
-        if not names and not scorers:
-            raise DataError("--metrics is empty; give comma-separated metric or scorer names")
-        check_outputs(args)
-        examples = load_examples(args.data)
-        check_lengths(examples, args.data)
-        items = select_summaries(examples, args.summaries)
-        if names:
-            metrics = [m.name for m in resolve_metrics(names)]
-            report = evaluate(items, metrics, progress=not args.quiet and len(items) > 50)
-        else:  # scorers only
-            report = EvaluationReport(
-                rows=[{"id": it.id, "example_id": it.example.id} for it in items]
-            )
-        if scorers:
-            add_scorer_columns(report, items, scorers, args)
-    except (DataError, UnknownMetricError) as err:
-        print(f"evenhand evaluate: error: {err}", file=sys.stderr)
-        return 2
+    names = split_names(args.metrics, "--metrics")
+    check_outputs(args)
+    examples = load_examples(args.data)
+    check_lengths(examples, args.data)
+    items = select_summaries(examples, args.summaries)
+    scorers = build_scorers(args, names)
+    report = evaluate(items, scorers, progress=not args.quiet and len(items) > 50)
     paths = write_tables(report, args.out)
     print(format_corpus(report))
     print(f"wrote {paths['rows_jsonl']} (+ .csv) and {paths['corpus_jsonl']} (+ .csv)")

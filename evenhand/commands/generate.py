@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from evenhand.args import add_dataclass_arguments, config_from_args, load_limited
+from evenhand.args import (
+    add_common_options,
+    add_dataclass_arguments,
+    config_from_args,
+    load_limited,
+)
 
 NAME = "generate"
 HELP = "Summarize every example of a data file into a JSONL file (one line per example)."
@@ -15,17 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model and output options plus every GenerateConfig field."""
     from evenhand.decoding.generate import GenerateConfig
 
-    parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
+    add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
-    parser.add_argument(
-        "--model", default="smollm2-135m-instruct",
-        help="Embedded alias, local folder, LoRA adapter folder or cached HF id.",
-    )
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N examples.")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1... (default: auto).")
-    from evenhand.commands._outputs import add_resume_options
-
-    add_resume_options(parser)
+    add_common_options(parser, "model", "limit", "device", "no_resume", "force_resume")
     add_dataclass_arguments(parser, GenerateConfig)
     # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
     parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")

@@ -13,10 +13,10 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, scorers and bootstrap options."""
-    from evenhand.commands._scoring import add_scorer_options
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
 
     parser.add_argument("--data", required=True, help="Controlled-summaries JSON ({source, summaries} list).")
-    parser.add_argument("--scorers", required=True, help="Comma-separated registered scorer names.")
+    parser.add_argument("--scorers", required=True, help=scorers_help("Comma-separated registered scorer names."))
     parser.add_argument(
         "--out", required=True,
         help="Results JSONL, one line per scorer (table values, per-summary scores, seconds); resumable.",
@@ -25,9 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-bootstrap", type=int, default=1000, help="Bootstrap draws (default: 1000).")
     parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     parser.add_argument("--device", default=None, help="cpu, cuda... for model-backed scorers.")
-    from evenhand.commands._outputs import add_resume_options
+    from evenhand.args import add_common_options
 
-    add_resume_options(parser, "scorers")
+    add_common_options(
+        parser, "no_resume", "force_resume",
+        no_resume="Recompute scorers already in --out; the old file moves to <out>.bak once the "
+        "first new result is ready.",
+    )
     add_scorer_options(parser)
 
 
@@ -36,11 +40,10 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from evenhand.commands._outputs import open_results
-    from evenhand.commands._scoring import score_cache, scorer_options, split_names
+    from evenhand.commands._scoring import build_scorers, scorer_options, split_names
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import get_scorer
 
     names = split_names(args.scorers)
     if args.n_bootstrap < 1:
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if store.done(name):
             print(f"{name}: already in {args.out}")
             continue
-        scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
+        [scorer] = build_scorers(args, [name])
         start = time.perf_counter()
         details = scorer.score_details(sources, data.summaries)
         seconds = time.perf_counter() - start

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from evenhand.args import add_dataclass_arguments, config_from_args, load_limited
+from evenhand.args import (
+    add_common_options,
+    add_dataclass_arguments,
+    config_from_args,
+    load_limited,
+)
 
 NAME = "rerank"
 HELP = "Best-of-N summarization: sample N candidates per example, score, keep the best (JSONL)."
@@ -13,17 +18,19 @@ _SAMPLER_FIELDS = ("do_sample", "num_beams", "top_p", "top_k", "temperature", "s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model, scorer and sampling options."""
-    from evenhand.commands._scoring import add_scorer_options
+    from evenhand.commands._scoring import add_scorer_options, scorers_help
     from evenhand.decoding.generate import GenerateConfig
 
-    parser.add_argument("--data", required=True, help="Examples: .jsonl, .csv, FairSumm or TheFlipSide .json.")
+    add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: one record per example with all candidates.")
     parser.add_argument("--candidates", type=int, default=9, help="Candidates per example, N (default: 9).")
     from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
     parser.add_argument(
         "--scorers", default=DEFAULT_SCORERS,
-        help=f"Comma-separated registered scorers, combined by `composite` (default: {DEFAULT_SCORERS}).",
+        help=scorers_help(
+            f"Comma-separated registered scorers, combined by `composite` (default: {DEFAULT_SCORERS})."
+        ),
     )
     floors = ",".join(f"{k}={v:g}" for k, v in DEFAULT_FLOORS.items())
     parser.add_argument(
@@ -37,14 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recipes", default="nucleus,top-k,hybrid", help="Samplers cycled over candidates (the paper's three)."
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
-    parser.add_argument(
-        "--model", default="smollm2-135m-instruct", help="Generator: embedded alias, folder or cached HF id."
-    )
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N examples.")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1... (default: auto).")
-    from evenhand.commands._outputs import add_resume_options
-
-    add_resume_options(parser)
+    add_common_options(parser, "model", "limit", "device", "no_resume", "force_resume")
     add_scorer_options(parser)
     add_dataclass_arguments(parser, GenerateConfig, skip=_SAMPLER_FIELDS)
 
@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.evaluation.jsonl import check_output
+    from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
-    from evenhand.rerank.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
     from evenhand.rerank.scorer import share_model
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         split_names(",".join(floors), "--floors")  # the floor scorers must exist too
     try:  # every option is checked here, before any file is read or model loaded
         scorer = get_scorer(
-            "composite", cache_dir=score_cache(args), scorers=",".join(names), weights=args.weights,
+            "composite", cache_dir=score_cache(args), scorers=names, weights=args.weights,
             normalize=args.normalize, options=scorer_options(args, names),
         )
         config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)

@@ -15,9 +15,8 @@ continues from its last finished iteration when started again on the same
 from __future__ import annotations
 
 import argparse
-import sys
 
-from evenhand.args import add_dataclass_arguments
+from evenhand.args import add_dataclass_arguments, config_from_args
 
 NAME = "train"
 HELP = "DPO+RR: sample, rerank, build preference pairs and DPO-train a LoRA, iteratively (resumable)."
@@ -33,34 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_arguments(parser, DPORRConfig, skip=("data", "out_dir"))
 
 
-def _overrides(args: argparse.Namespace) -> dict:
-    import dataclasses
-
-    from evenhand.training.config import DPORRConfig
-
-    return {
-        f.name: getattr(args, f.name)
-        for f in dataclasses.fields(DPORRConfig)
-        if getattr(args, f.name, None) is not None
-    }
-
-
 def run(args: argparse.Namespace) -> int:
-    """Build the config, train, print one line per finished iteration."""
+    """Build the config (YAML defaults, flags over them), train, print one line per finished iteration."""
+    from evenhand.commands._scoring import split_names
+    from evenhand.evaluation.schema import DataError
     from evenhand.training.config import DPORRConfig
     from evenhand.training.loop import train_dpo_rr
 
-    overrides = _overrides(args)
-    try:
-        if args.config is not None:
-            config = DPORRConfig.from_yaml(args.config, **overrides)
-        else:
-            if "data" not in overrides or "out_dir" not in overrides:
-                raise ValueError("give --config FILE, or both --data FILE and --out DIR")
-            config = DPORRConfig(**overrides)
-    except ValueError as err:
-        print(f"evenhand train: error: {err}", file=sys.stderr)
-        return 2
+    if args.config is None and (args.data is None or args.out_dir is None):
+        raise DataError("give --config FILE, or both --data FILE and --out DIR")
+    config = config_from_args(DPORRConfig, args, config_file=args.config)
+    if config.scorers:
+        split_names(config.scorers, "scorers")  # registered names, before any model loads
     manifest = train_dpo_rr(config)
     names = ["composite", *config.scorer_names]
     print("iteration  pairs  " + "  ".join(f"dev {n}" for n in names) + "  seconds")

@@ -9,7 +9,7 @@ YAML schema (every key but ``datasets`` optional)::
       flipside: ../shared/data/theflipside/test.json   # relative paths: from the YAML's folder
     limit: 10                      # first N examples of each data set (default: all)
     seeds: [0, 1]                  # every cell runs once per (data set, seed) (default: [0])
-    metrics: [mint, fragments, fairsumm]   # evenhand.evaluation.report metrics per row; fairsumm is
+    metrics: [mint, fragments, fairsumm]   # registered scorers' columns per row; fairsumm is
                                    # skipped for examples without two labelled groups
     factuality: none               # a rerank scorer name (e.g. alignscore) or none
     factuality_options: {}         # that scorer's Config fields
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.configs import as_list
 from evenhand.evaluation.schema import DataError
 
 #: Setting keys that are not GenerateConfig fields.
@@ -197,14 +197,19 @@ class SweepConfig:
             raise DataError(f"`seeds` must be a non-empty list of ints, got {self.seeds!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise DataError(f"`seeds` lists a seed twice: {self.seeds}")
-        from evenhand.evaluation.report import resolve_metrics
-
-        try:
-            resolve_metrics(self.metrics)
-        except ValueError as err:
-            raise DataError(f"`metrics`: {err}") from None
         if isinstance(self.factuality, str) and self.factuality.strip().lower() in ("", "none"):
             self.factuality = None
+        from evenhand.evaluation.registry import UnknownScorerError, check_names
+
+        named = [("", "metrics", self.metrics), ("", "extra_scorers", self.extra_scorers or None)]
+        named.append(("", "factuality", self.factuality))
+        named += [(f"cell {c.name!r}: ", "scorers", c.settings.get("scorers")) for c in self.cells]
+        for where, key, names in named:  # every scorer name resolves before any model loads
+            try:
+                if names is not None:
+                    check_names(names, key)
+            except UnknownScorerError as err:
+                raise DataError(f"{where}{err}") from None
         for cell in self.cells:  # GenerateConfig validates each cell's values
             try:
                 cell.generate_config(self.seeds[0])
@@ -214,14 +219,11 @@ class SweepConfig:
                 raise DataError(f"cell {cell.name!r}: `candidates` must be a positive int, got {cell.candidates}")
 
 
-def _as_list(value: Any, key: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return split_list(value, key, empty_ok=True)
-    if isinstance(value, list):
-        return value
-    raise DataError(f"`{key}` must be a list or a comma-separated string, got {value!r}")
+def _as_list(value: Any, key: str) -> list[str]:
+    try:
+        return as_list(value, key) or []
+    except ValueError as err:
+        raise DataError(str(err)) from None
 
 
 def parse_sweep(data: dict[str, Any], folder: str | Path = ".", stem: str = "sweep", text: str = "") -> SweepConfig:

@@ -15,7 +15,7 @@ from evenhand.evaluation.schema import DataError, Example
 
 def build_scorer(name: str, options: dict[str, Any] | None = None) -> Any:
     """The rerank scorer ``name`` with ``options`` (its Config fields)."""
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer
 
     try:
         return get_scorer(name, **(options or {}))

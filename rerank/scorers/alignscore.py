@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.alignment import AlignmentBackendMixin
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorer import Scorer
+from evenhand.rerank.alignment import AlignmentBackendMixin, AlignmentConfig
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 
@@ -36,28 +36,16 @@ def max_mean(probs: Sequence[Sequence[float]]) -> float:
 
 
 @dataclass
-class AlignScoreConfig(ScorerConfig):
-    """Settings of the ``alignscore`` scorer."""
+class AlignScoreConfig(AlignmentConfig):
+    """Settings of the ``alignscore`` scorer (``max_length``: tokens per (chunk, sentence) pair)."""
 
-    model: str = field(
-        default="fallback",
-        metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, or 'fallback' (MiniLM)."},
-    )
-    base_model: str = field(
-        default="roberta-large",
-        metadata={"help": "Config+tokenizer folder for a .ckpt (roberta-large or roberta-base)."},
-    )
     chunk_words: int = field(default=350, metadata={"help": "Words per context chunk."})
-    max_length: int = field(default=512, metadata={"help": "Tokens per (chunk, sentence) pair."})
     empty_score: float = field(default=0.0, metadata={"help": "Score of a summary without sentences."})
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.chunk_words < 1:
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words}")
-        if self.max_length < 8:
-            raise ValueError(f"`max_length` must be an int >= 8, got {self.max_length}")
 
 
 @register("alignscore")
@@ -72,29 +60,16 @@ class AlignScoreScorer(AlignmentBackendMixin, Scorer):
         self._backend: Any = None
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        plans = []
-        premises: list[str] = []
-        hypotheses: list[str] = []
-        for ex, out in zip(sources, outputs):
-            chunks = alignscore_chunks(ex.source_text(" "), self.config.chunk_words)
-            sentences = split_sentences(out)
-            plans.append((len(chunks), len(sentences), len(premises)))
-            for chunk in chunks:
-                for sentence in sentences:
-                    premises.append(chunk)
-                    hypotheses.append(sentence)
-        probs = self.backend.pair_probs(premises, hypotheses, self.config.batch_size) if premises else []
+        grids = [
+            (alignscore_chunks(ex.source_text(" "), self.config.chunk_words), split_sentences(out))
+            for ex, out in zip(sources, outputs)
+        ]
         results = []
-        for n_chunks, n_sents, start in plans:
+        for (chunks, sentences), rows in zip(grids, self.pair_grids(grids)):
             record: dict[str, Any] = {
-                "backend": self.backend.name, "sentences": n_sents, "chunks": n_chunks,
-                "empty": n_sents == 0,
+                "backend": self.backend.name, "sentences": len(sentences), "chunks": len(chunks),
+                "empty": not sentences,
             }
-            if n_sents == 0:
-                record["score"] = self.config.empty_score
-            else:
-                flat = probs[start : start + n_chunks * n_sents]
-                rows = [flat[i * n_sents : (i + 1) * n_sents] for i in range(n_chunks)]
-                record["score"] = max_mean(rows)
+            record["score"] = max_mean(rows) if sentences else self.config.empty_score
             results.append(record)
         return results

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from evenhand.evaluation.calibration import Calibration
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import DataError
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, as_example
+from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, as_example
 
 #: The calibrations shipped inside the package (``calibrated:NAME``).
 SHIPPED = ("faithfulness", "coverage")
@@ -91,7 +91,7 @@ class CalibratedScorer(Scorer):
 
     def __init__(self, config: CalibratedConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir=None)  # the components cache; the prediction is cheap
-        from evenhand.rerank.registry import get_scorer
+        from evenhand.evaluation.registry import get_scorer
 
         self.name = f"calibrated:{self.config.path}"
         self.calibration = load_calibration(self.config.path)

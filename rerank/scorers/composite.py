@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.configs import coerce_lists
 from evenhand.evaluation.lists import split_list
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
+from evenhand.evaluation.registry import register
+from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
 
@@ -80,12 +81,12 @@ def set_composite(
 class CompositeConfig(ScorerConfig):
     """Settings of the ``composite`` scorer."""
 
-    scorers: str = field(
-        default="llm-coverage,alignscore",
-        metadata={"help": "Comma-separated registered scorer names."},
+    scorers: list[str] = field(
+        default_factory=lambda: ["llm-coverage", "alignscore"],
+        metadata={"help": "Registered scorer names (a list or comma-separated)."},
     )
-    weights: str | None = field(
-        default=None, metadata={"help": "Comma-separated weights, one per scorer (default: equal)."}
+    weights: list[float] | None = field(
+        default=None, metadata={"help": "Weights, one per scorer (default: equal)."}
     )
     normalize: str = field(default="minmax", metadata={"help": "minmax, zscore or none."})
     options: dict[str, dict[str, Any]] = field(
@@ -95,17 +96,14 @@ class CompositeConfig(ScorerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        names = split_list(self.scorers, "scorers")
+        coerce_lists(self)  # lists or comma-separated strings
+        names = self.names
         if "composite" in names:
             raise ValueError("`scorers` cannot include 'composite' itself")
         if len(set(names)) != len(names):
             raise ValueError(f"`scorers` lists a name twice: {names}")
         if self.weights is not None:
-            try:
-                ws = [float(w) for w in split_list(self.weights, "weights")]
-            except ValueError:
-                raise ValueError(f"`weights` must be comma-separated numbers, got {self.weights!r}") from None
-            check_weights(ws, names)
+            check_weights(self.weight_list, names)
         if self.normalize not in NORMALIZATIONS:
             raise ValueError(f"`normalize` must be one of {NORMALIZATIONS}, got {self.normalize!r}")
         unknown = set(self.options) - set(names)
@@ -115,14 +113,16 @@ class CompositeConfig(ScorerConfig):
     @property
     def names(self) -> list[str]:
         """The component scorer names."""
-        return split_list(self.scorers, "scorers")
+        return split_list(self.scorers, "scorers")  # raises when empty
 
     @property
     def weight_list(self) -> list[float]:
         """One weight per component (equal when not given)."""
         if self.weights is None:
             return [1.0] * len(self.names)
-        return [float(w) for w in split_list(self.weights, "weights")]
+        if not self.weights:
+            raise ValueError("`weights` is empty; give one weight per scorer")
+        return list(self.weights)
 
 
 @register("composite")
@@ -135,7 +135,7 @@ class CompositeScorer(Scorer):
     def __init__(self, config: CompositeConfig | None = None, cache_dir: Any = None,
                  components: dict[str, Scorer] | None = None) -> None:
         super().__init__(config, cache_dir)
-        from evenhand.rerank.registry import get_scorer
+        from evenhand.evaluation.registry import get_scorer
 
         given = components or {}
         self.components: dict[str, Scorer] = {

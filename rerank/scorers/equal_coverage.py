@@ -25,42 +25,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Document, Example
-from evenhand.rerank.alignment import AlignmentBackendMixin
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorer import Scorer
+from evenhand.rerank.alignment import AlignmentBackendMixin, AlignmentConfig
 from evenhand.rerank.text import split_sentences, word_blocks
 
 
 @dataclass
-class EqualCoverageConfig(ScorerConfig):
-    """Settings of the ``equal-coverage`` scorer."""
+class EqualCoverageConfig(AlignmentConfig):
+    """Settings of the ``equal-coverage`` scorer (``max_length``: tokens per (block, unit) pair)."""
 
-    model: str = field(
-        default="fallback",
-        metadata={"help": "NLI classifier folder/id, AlignScore .ckpt, or 'fallback' (MiniLM)."},
-    )
-    base_model: str = field(
-        default="roberta-large", metadata={"help": "Config+tokenizer folder for a .ckpt model."}
-    )
     block_words: int = field(default=100, metadata={"help": "Document blocks stay under this many words."})
-    units: str = field(
-        default="sentences",
-        metadata={"help": "Summary units: 'sentences' or 'acus' (atomic facts listed by `acu_model`)."},
-    )
-    acu_model: str = field(
-        default="smollm2-135m-instruct",
-        metadata={"help": "Model that splits a summary into atomic content units (units='acus')."},
-    )
-    exclude_uncovered_units: bool = field(
-        default=True, metadata={"help": "Average over covered units only (authors' code)."}
-    )
+    units: str = field(default="sentences", metadata={"help": "Summary units: 'sentences' or 'acus' (atomic facts listed by `acu_model`)."})
+    acu_model: str = field(default="smollm2-135m-instruct", metadata={"help": "Model that splits a summary into atomic content units (units='acus')."})
+    exclude_uncovered_units: bool = field(default=True, metadata={"help": "Average over covered units only (authors' code)."})
     undefined_score: float = field(default=-1.0, metadata={"help": "Score when EC is undefined."})
-    target_only: bool = field(
-        default=False, metadata={"help": "Restrict to the target group's documents (off: EC compares groups)."}
-    )
-    max_length: int = field(default=512, metadata={"help": "Tokens per (block, unit) pair."})
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+    target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: EC compares groups)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -145,27 +126,18 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
         return self._matrices([example], [summary])[0]
 
     def _matrices(self, sources: list[Example], outputs: list[str]) -> list[tuple[Any, list[str], str]]:
-        plans = []
-        premises: list[str] = []
-        hypotheses: list[str] = []
-        for ex, out in zip(sources, outputs):
-            items, groups, origin = source_groups(ex, self.config.block_words)
-            units = self.units(out)
-            plans.append((items, units, groups, origin, len(premises)))
-            for blocks in items:
-                for block in blocks:
-                    for unit in units:
-                        premises.append(block)
-                        hypotheses.append(unit)
-        probs = self.backend.pair_probs(premises, hypotheses, self.config.batch_size) if premises else []
+        plans = [
+            (source_groups(ex, self.config.block_words), self.units(out)) for ex, out in zip(sources, outputs)
+        ]
+        grids = [([block for blocks in items for block in blocks], units) for (items, _, _), units in plans]
         out_list = []
-        for items, units, groups, origin, pos in plans:
+        for ((items, groups, origin), units), grid in zip(plans, self.pair_grids(grids)):
             matrix = [[0.0] * len(items) for _ in units]
+            rows = iter(grid)  # one row per block, item by item
             for d, blocks in enumerate(items):
                 for _ in blocks:
-                    for s in range(len(units)):
-                        matrix[s][d] = max(matrix[s][d], probs[pos])
-                        pos += 1
+                    for s, p in enumerate(next(rows)):
+                        matrix[s][d] = max(matrix[s][d], p)
             out_list.append((matrix, groups, origin))
         return out_list
 

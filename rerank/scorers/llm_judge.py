@@ -18,10 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import LmBackedScorer
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import ScorerConfig
+from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -112,22 +111,12 @@ def parse_score(reply: str) -> int:
 
 
 @dataclass
-class JudgeConfig(ScorerConfig):
+class JudgeConfig(LmBackedConfig):
     """Settings of the LLM judges."""
 
-    model: str = field(
-        default="smollm2-135m-instruct",
-        metadata={"help": "Judge model: embedded alias, local folder or cached HF id."},
-    )
-    mode: str = field(
-        default="expected",
-        metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."},
-    )
-    max_prompt_tokens: int = field(
-        default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."}
-    )
+    mode: str = field(default="expected", metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."})
+    max_prompt_tokens: int = field(default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."})
     batch_size: int = field(default=8, metadata={"help": "Prompts per forward pass."})
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -141,6 +130,7 @@ class LlmJudge(LmBackedScorer):
     """A 1-5 rubric judge; subclasses set ``template``."""
 
     Config = JudgeConfig
+    cli_options = {"judge_model": "model", "device": "device"}
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
 

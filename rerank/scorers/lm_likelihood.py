@@ -68,10 +68,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evenhand.decoding.prompting import DEFAULT_SYSTEM
+from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import LmBackedScorer, continuation_logprobs
-from evenhand.rerank.registry import register
-from evenhand.rerank.scorer import ScorerConfig
+from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer, continuation_logprobs
 from evenhand.rerank.text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
@@ -114,14 +113,9 @@ class TokenMean:
 
 
 @dataclass
-class LmConfig(ScorerConfig):
+class LmConfig(LmBackedConfig):
     """Settings of the LM-likelihood scorers (wording: see the module docstring)."""
 
-    model: str = field(
-        default="smollm2-135m-instruct",
-        metadata={"help": "Causal or seq2seq LM: embedded alias, local folder or cached HF id."},
-    )
-    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
     batch_size: int = field(
         default=16,
         metadata={"help": "Summaries per batch; those of one source share its prompt's KV cache."},
@@ -174,6 +168,7 @@ class LmScorer(LmBackedScorer):
     """
 
     Config = LmConfig
+    cli_options = {"lm_model": "model", "device": "device"}
     detail_fields = ("n_tokens", "model", "empty")
 
     @property

@@ -1,0 +1,311 @@
+"""The typed parts of ``GenerateConfig``: decoding, prompting, abstractiveness, fairness.
+
+Each part is a dataclass of its own fields that validates them (``check``) and
+builds its own logits processors through the one plug-in path of ``generate``:
+``builders()`` returns processor builders, functions of a ``PromptBatch``
+returning a list of processors or a :class:`BatchHooks` (processors plus
+``model.generate`` keyword arguments, e.g. fair beam search's
+``custom_generate``). A caller's own builders go through the same path.
+
+``GenerateConfig`` (:mod:`evenhand.decoding.generate`) is all four parts at
+once, with their fields flat: the CLI flags and YAML keys stay one per field
+(``--abstractiveness 2``, ``fairness: ratio``), and ``config.parts()`` gives
+the typed parts back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evenhand.decoding.prompting import KIND_CHOICES, check_kind
+
+
+@dataclass
+class BatchHooks:
+    """What one batch adds to ``model.generate``: logits processors and keyword arguments."""
+
+    processors: list[Any] = field(default_factory=list)
+    generate_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, built: BatchHooks | Sequence[Any]) -> None:
+        """Append a builder's result; two builders setting one ``generate`` keyword is an error."""
+        if not isinstance(built, BatchHooks):
+            self.processors.extend(built)
+            return
+        self.processors.extend(built.processors)
+        clash = sorted(set(built.generate_kwargs) & set(self.generate_kwargs))
+        if clash:
+            raise ValueError(f"two processor builders set the generate() argument(s) {clash}; keep one")
+        self.generate_kwargs.update(built.generate_kwargs)
+
+
+#: Functions turning a batch (a ``PromptBatch``) into logits processors, or into BatchHooks.
+ProcessorBuilder = Callable[[Any], "Sequence[Any] | BatchHooks"]
+
+
+@dataclass
+class DecodingSettings:
+    """Search, sampling, repetition control and batching. Defaults suit SmolLM2-135M-Instruct."""
+
+    max_new_tokens: int = field(default=96, metadata={"help": "Tokens to generate per summary."})
+    num_beams: int = field(default=4, metadata={"help": "Beam width (1 = greedy or sampling)."})
+    do_sample: bool = field(default=False, metadata={"help": "Sample instead of beam search."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
+    top_p: float | None = field(default=None, metadata={"help": "Nucleus sampling mass."})
+    top_k: int | None = field(default=None, metadata={"help": "Top-k sampling cut-off."})
+    no_repeat_ngram_size: int = field(
+        default=3, metadata={"help": "Forbid repeating n-grams of this size (0 = off)."}
+    )
+    repetition_penalty: float = field(
+        default=1.2, metadata={"help": "Penalty on already generated tokens (1.0 = off)."}
+    )
+    penalize_prompt: bool = field(
+        default=False,
+        metadata={
+            "help": "Apply repetition_penalty to the prompt's tokens too (transformers' default "
+            "for decoder-only models); off, copying words of the source is not penalized."
+        },
+    )
+    batch_size: int = field(default=4, metadata={"help": "Examples per generate() call."})
+    seed: int = field(default=0, metadata={"help": "Random seed; same seed, same outputs."})
+
+    def __post_init__(self) -> None:
+        DecodingSettings.check(self)
+
+    def check(self) -> None:
+        """Raise ValueError naming the field for a bad decoding setting."""
+        if self.max_new_tokens < 1:
+            raise ValueError(f"`max_new_tokens` must be a positive int, got {self.max_new_tokens}")
+        if self.num_beams < 1:
+            raise ValueError(f"`num_beams` must be a positive int, got {self.num_beams}")
+        if self.batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size}")
+        if self.temperature <= 0:
+            raise ValueError(
+                f"`temperature` must be a positive float, got {self.temperature}; "
+                "for deterministic decoding set `do_sample=False` instead"
+            )
+        if not self.do_sample and (self.top_p is not None or self.top_k is not None):
+            raise ValueError("`top_p`/`top_k` only apply with `do_sample=True`; set it or drop them")
+
+    def own_repetition_penalty(self, model: Any) -> bool:
+        """Whether ``generate`` applies the repetition penalty itself, to generated tokens only.
+
+        transformers applies ``repetition_penalty`` to every token in ``input_ids``,
+        which for a decoder-only summarizer includes the whole source: copying any
+        source word is then penalized, pushing the model away from faithful wording.
+        Unless ``penalize_prompt`` (or for encoder-decoder models, whose input_ids
+        hold no prompt), we apply it with ``prompt_ignore_length``.
+        """
+        return not (model.config.is_encoder_decoder or self.penalize_prompt or self.repetition_penalty == 1.0)
+
+    def builders(self) -> list[ProcessorBuilder]:
+        """The repetition penalty on generated tokens only (see ``own_repetition_penalty``)."""
+        if self.penalize_prompt or self.repetition_penalty == 1.0:
+            return []
+        return [lambda batch: generated_only_penalty(batch.model, self, batch.prompt_length)]
+
+    def hf_kwargs(self, own_repetition_penalty: bool = False) -> dict[str, Any]:
+        """Keyword arguments for ``model.generate``.
+
+        With ``own_repetition_penalty`` the repetition penalty is left out: the
+        caller applies it itself (to generated tokens only, see ``generate``).
+        """
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=self.max_new_tokens,
+            num_beams=self.num_beams,
+            do_sample=self.do_sample,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            repetition_penalty=1.0 if own_repetition_penalty else self.repetition_penalty,
+        )
+        if self.do_sample:
+            kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
+        return kwargs
+
+
+def generated_only_penalty(model: Any, settings: DecodingSettings, prompt_length: int) -> list[Any]:
+    """transformers' repetition penalty restricted to generated tokens (decoder-only models)."""
+    if not settings.own_repetition_penalty(model):
+        return []
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    return [RepetitionPenaltyLogitsProcessor(settings.repetition_penalty, prompt_ignore_length=prompt_length)]
+
+
+@dataclass
+class PromptSettings:
+    """What the model is asked: instruction, prompt kind, response prefix, cleaning, fairness prompt."""
+
+    instruction: str | None = field(
+        default=None, metadata={"help": "Instruction replacing the default summarization one."}
+    )
+    prompt_kind: str = field(
+        default="auto",
+        metadata={
+            "help": "Prompt for this kind of source: reviews, debate, stances, posts, texts, or "
+            "auto (by the example's attribute: rating/sentiment -> reviews, speaker -> debate, "
+            "stance -> stances, party -> posts, other -> texts).",
+            "choices": KIND_CHOICES,
+        },
+    )
+    response_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Text the summary starts with (decoder-only models): the model continues it "
+            "and it is part of the output. Default: the prompt kind's prefix ('Reviewers', "
+            "'The speakers'...) when the kind's own instruction is used; '' turns it off."
+        },
+    )
+    clean: bool = field(
+        default=True,
+        metadata={
+            "help": "Clean generated summaries: drop a leading preamble or heading ('Here is a "
+            "summary:', 'Title: ...'), collapse whitespace, cut a trailing incomplete sentence."
+        },
+    )
+    fair_prompt: str | None = field(
+        default=None,
+        metadata={"help": "Prompting baseline: 'definition' (FairSumm) or 'labels' (Equal Coverage)."},
+    )
+
+    def __post_init__(self) -> None:
+        PromptSettings.check(self)
+
+    def check(self) -> None:
+        """Raise ValueError for an unknown prompt kind."""
+        check_kind(self.prompt_kind)
+
+    def builders(self) -> list[ProcessorBuilder]:
+        """None: prompting acts on the prompt itself (``encode_prompts``), not on the logits."""
+        return []
+
+
+@dataclass
+class AbstractivenessSettings:
+    """Nonlinear abstractiveness constraint or extraction reward (Dreyer et al. 2023)."""
+
+    abstractiveness: float | None = field(
+        default=None,
+        metadata={
+            "help": "Abstractiveness constraint h (Dreyer et al. 2023): discount extractive "
+            "fragments of length l by 2^(-l^2/h^2); smaller h = more abstractive."
+        },
+    )
+    extractiveness: float | None = field(
+        default=None,
+        metadata={
+            "help": "Extraction reward h: the inverse 2^(+l^2/h^2) of --abstractiveness; "
+            "smaller h = more extractive."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        AbstractivenessSettings.check(self)
+
+    def check(self) -> None:
+        """Raise ValueError for a non-positive h or for both h's set."""
+        for name in ("abstractiveness", "extractiveness"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value > 0):
+                raise ValueError(f"`{name}` must be a positive float (h) or None, got {value!r}")
+        if self.abstractiveness is not None and self.extractiveness is not None:
+            raise ValueError(
+                "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
+                "directions; set only one of them"
+            )
+
+    def builders(self) -> list[ProcessorBuilder]:
+        """The abstractiveness penalty or the extraction reward processor, when one is set."""
+        from evenhand.decoding.source_tokens import abstractiveness_builder
+
+        if self.abstractiveness is not None:
+            return [abstractiveness_builder(self.abstractiveness, reward=False)]
+        if self.extractiveness is not None:
+            return [abstractiveness_builder(self.extractiveness, reward=True)]
+        return []
+
+
+@dataclass
+class FairnessSettings:
+    """Fairness-aware decoding: group-coverage bonus (α) and fair beam search (β)."""
+
+    fairness: str | dict[str, float] | None = field(
+        default=None,
+        metadata={
+            "help": "Group-fairness target for fair decoding: 'ratio' (source distribution), "
+            "'equal', or a JSON object of shares per group such as '{\"pos\": 0.5, \"neg\": 0.5}'."
+        },
+    )
+    fairness_strength: float = field(
+        default=0.0,
+        metadata={"help": "α: bonus (nats) on tokens of under-represented groups (0 = off)."},
+    )
+    fair_beam: float = field(
+        default=0.0,
+        metadata={"help": "β: weight of -UER in fairness-aware beam search (0 = plain beam search)."},
+    )
+    fairness_tau: float = field(
+        default=0.8,
+        metadata={"help": "τ: a group is under-represented below τ × its target share."},
+    )
+
+    def __post_init__(self) -> None:
+        FairnessSettings.check(self)
+
+    def check(self) -> None:
+        """Normalize ``fairness``; raise ValueError for bad or contradictory fairness settings."""
+        from evenhand.decoding.group_vocab import parse_fairness
+
+        self.fairness = parse_fairness(self.fairness)
+        for name in ("fairness_strength", "fair_beam"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
+        if not 0 <= self.fairness_tau <= 1:
+            raise ValueError(f"`fairness_tau` must be a float in [0, 1], got {self.fairness_tau!r}")
+        if self.fairness is None and (self.fairness_strength > 0 or self.fair_beam > 0):
+            raise ValueError(
+                "`fairness_strength`/`fair_beam` need a target: set `fairness` to 'ratio', "
+                "'equal' or shares per group"
+            )
+        if self.fairness is not None and self.fairness_strength == 0 and self.fair_beam == 0:
+            import warnings
+
+            warnings.warn(
+                "`fairness` has no effect unless `fairness_strength` (α) or `fair_beam` (β) is "
+                "positive", stacklevel=4,
+            )
+
+    @property
+    def active(self) -> bool:
+        """Whether fairness-aware decoding is on (a target and a positive α or β)."""
+        return self.fairness is not None and (self.fairness_strength > 0 or self.fair_beam > 0)
+
+    def builders(self) -> list[ProcessorBuilder]:
+        """The group-coverage processor and fair beam search (``fair_decoding.fairness_hooks``)."""
+        if not self.active:
+            return []
+        from evenhand.decoding.fair_decoding import fairness_hooks
+
+        return [lambda batch: fairness_hooks(batch, self)]
+
+
+#: The parts of a GenerateConfig, in the order their processors run.
+PARTS: dict[str, type] = {
+    "decoding": DecodingSettings,
+    "prompting": PromptSettings,
+    "abstractiveness": AbstractivenessSettings,
+    "fairness": FairnessSettings,
+}
+
+
+def part_of(config: Any, part: type[Any]) -> Any:
+    """The ``part`` dataclass holding ``config``'s values of its fields (already checked: no warnings)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return part(**{f.name: getattr(config, f.name) for f in dataclasses.fields(part)})
