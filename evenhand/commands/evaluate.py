@@ -59,8 +59,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
     """Refuse sources longer than the word tokenizer takes (spaCy's ``max_length``), naming the example."""
-    from evenhand.evaluation.report import SOURCE_SEPARATOR
     from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.scorers.abstractiveness import SOURCE_SEPARATOR
     from evenhand.evaluation.text import MAX_TEXT_CHARS
 
     for ex in examples:
