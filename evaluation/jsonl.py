@@ -4,7 +4,10 @@
 temporary file and renames it over the target, so a reader never sees half a file.
 ``ResumableJsonl`` appends one record per line,
 flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
-a half-written last line left by a kill, and reports which keys are done.
+a half-written last line left by a kill, stops at a corrupt line in the middle,
+refuses an output whose manifest (``<out>.manifest.json``: model, options, data
+hash) differs, and reports which keys are done. ``write_csv`` escapes cells that
+a spreadsheet would run as formulas. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations
