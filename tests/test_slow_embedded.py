@@ -26,7 +26,7 @@ def test_generate_cli_on_amazon_is_deterministic(tmp_path):
     # resuming with the same options skips finished examples and leaves the file as it was;
     # with other options (here the defaults) it is refused (the manifest differs)
     before = (tmp_path / "a.jsonl").read_text()
-    assert main([*args[:5], str(tmp_path / "a.jsonl"), *args[6:]]) == 0
+    assert main([*args[:6], str(tmp_path / "a.jsonl"), *args[7:]]) == 0
     assert main(["generate", "--data", str(data), "--limit", "3", "--out", str(tmp_path / "a.jsonl")]) == 2
     assert (tmp_path / "a.jsonl").read_text() == before
 
