@@ -22,8 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
-    add_common_options(parser, "model", "limit", "device", "no_resume", "force_resume")
+    add_common_options(
+        parser, "model", "limit", "device", "no_resume", "force_resume",
+        model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
+    )
     add_dataclass_arguments(parser, GenerateConfig)
+    from evenhand.commands._scoring import add_server_options
+
+    add_server_options(parser)
     # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
     parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")
     parser.add_argument(
@@ -45,12 +51,18 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.commands._outputs import open_results
     from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
     from evenhand.decoding.models import check_local, load_generator
+    from evenhand.decoding.server import is_server_url
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.schema import DataError, Example
 
     config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
-    check_local(args.model)
+    if is_server_url(args.model):  # before any request or file: processors cannot run on a server
+        from evenhand.decoding.server_generate import check_server_config
+
+        check_server_config(config)
+    else:
+        check_local(args.model)
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
     every = load_limited(args.data, None)  # batches are cut from the full data
@@ -67,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
     if remaining < len(examples):
         print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
     if todo:
-        model, tokenizer = load_generator(args.model, device=args.device)
+        if is_server_url(args.model):
+            from evenhand.commands._scoring import server_client
+
+            model, tokenizer = server_client(args, args.model), None
+        else:
+            model, tokenizer = load_generator(args.model, device=args.device)
         bar = tqdm(total=remaining, desc="generate", unit="ex")
         for start, batch in todo:
             summaries = generate(

@@ -44,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recipes", default="nucleus,top-k,hybrid", help="Samplers cycled over candidates (the paper's three)."
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
-    add_common_options(parser, "model", "limit", "device", "no_resume", "force_resume")
+    add_common_options(
+        parser, "model", "limit", "device", "no_resume", "force_resume",
+        model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
+    )
     add_scorer_options(parser)
     add_dataclass_arguments(parser, GenerateConfig, skip=_SAMPLER_FIELDS)
 
@@ -54,9 +57,11 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from evenhand.commands._outputs import open_results
-    from evenhand.commands._scoring import score_cache, scorer_options, split_names
+    from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import check_local, load_generator
+    from evenhand.decoding.server import is_server_url
+    from evenhand.decoding.server_generate import check_server_config
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
@@ -80,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
-    check_local(args.model)
+    served = is_server_url(args.model)
+    if served:  # before any request: what a server cannot do raises here
+        check_server_config(generate_config)
+    else:
+        check_local(args.model)
     examples = load_limited(args.data, args.limit)
     options = {
         "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
@@ -91,10 +100,13 @@ def run(args: argparse.Namespace) -> int:
         },
     }
     store = open_results(args, "rerank", options)
-    model, tokenizer = load_generator(args.model, device=args.device)
     floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
-    for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
-        share_model(s, model, tokenizer, args.model)
+    if served:
+        model, tokenizer = server_client(args, args.model), None
+    else:
+        model, tokenizer = load_generator(args.model, device=args.device)
+        for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
+            share_model(s, model, tokenizer, args.model)
     reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
     records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]
