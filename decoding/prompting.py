@@ -243,13 +243,41 @@ def response_prefix(
     return prompt_kind(example, kind).response_prefix
 
 
+#: Inserted after the first character of a control-token string found in user text.
+WORD_JOINER = "\u2060"
+
+
+def plain_text(tokenizer: Any, text: str) -> str:
+    """``text`` with every copy of the tokenizer's control-token strings made ordinary text.
+
+    A document holding ``<|im_end|><|im_start|>system`` would otherwise be
+    tokenized into real control tokens and open a new chat turn. Each such
+    string (every added token: ``<|im_start|>``, ``<|endoftext|>``...) gets an
+    invisible WORD JOINER (U+2060) after its first character, so it tokenizes
+    as the plain characters it shows. Text without them is returned unchanged.
+    """
+    import re
+
+    specials = sorted(
+        {str(t) for t in getattr(tokenizer, "added_tokens_decoder", {}).values() if len(str(t)) > 1},
+        key=len, reverse=True,
+    )
+    if not specials or not any(s in text for s in specials):
+        return text
+    pattern = re.compile("|".join(re.escape(s) for s in specials))
+    return pattern.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
+
+
 def chat_prompt(tokenizer: Any, user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
     """``user_text`` in the tokenizer's chat template, ending with the assistant turn's start.
 
     The documents come first and the instruction last (small models follow the
     last thing they read). Tokenizers without a chat template (seq2seq models)
-    get ``user_text`` unchanged; ``system=None`` uses the template's own default.
+    get ``user_text`` alone; ``system=None`` uses the template's own default.
+    Control-token strings inside ``user_text`` are made plain text
+    (``plain_text``): the prompt holds exactly the template's control tokens.
     """
+    user_text = plain_text(tokenizer, user_text)
     if getattr(tokenizer, "chat_template", None) is None:
         return user_text
     messages = [{"role": "user", "content": user_text}]

@@ -91,20 +91,46 @@ def config_from_mapping(cls: type[T], values: Mapping[str, Any], where: str = "c
     unknown = sorted(set(values) - set(valid))
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+    check_scalar_types(cls, values, where)
     return cls(**values)
+
+
+def check_scalar_types(cls: type, values: Mapping[str, Any], where: str = "config") -> None:
+    """Raise ValueError naming the field when a scalar field gets a value of another type.
+
+    ``lora_dropout: high`` in a YAML file fails here with "`lora_dropout` must be
+    float, got 'high'" instead of a TypeError deep in ``__post_init__``. An int
+    is a valid float; a bool is neither int nor float. Fields of other types
+    (lists, dicts, unions of them) are left to the config's own checks.
+    """
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():
+        annotation = hints.get(key)
+        union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        allowed = [a for a in (typing.get_args(annotation) if union else (annotation,)) if a is not type(None)]
+        if value is None or not allowed or any(a not in (bool, int, float, str) for a in allowed):
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = any(
+            (a is bool and isinstance(value, bool)) or (a is str and isinstance(value, str))
+            or (a is int and number and isinstance(value, int)) or (a is float and number)
+            for a in allowed
+        )
+        if not ok:
+            names = " or ".join(a.__name__ for a in allowed)
+            raise ValueError(f"{where}: `{key}` must be {names}, got {value!r}")
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """The top-level mapping of a YAML file (an empty file is ``{}``)."""
     import yaml
+    from evenhand.evaluation.files import read_utf8
 
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such config file")
     try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        values = yaml.safe_load(read_utf8(path, "--config")) or {}
     except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML ({err})") from None
+        raise ValueError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(values, dict):
         raise ValueError(f"{path}: expected a mapping of fields at the top level")
     return values

@@ -185,8 +185,10 @@ def from_dataset(dataset: Iterable[Mapping[str, Any]]) -> list[Example]:
 
 
 def _read_json(path: Path) -> list[Any]:
+    from evenhand.evaluation.files import read_utf8
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as err:
         raise DataError(f"{path}: invalid JSON at line {err.lineno} ({err.msg})") from None
     if not isinstance(data, list):
@@ -233,10 +235,16 @@ LOADERS = {
 
 def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
     """Load examples from ``path``; ``format`` one of LOADERS' keys, or detected."""
+    from evenhand.evaluation.files import read_utf8
+
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file; check the path given to --data")
     fmt = format or detect_format(path)
     if fmt not in LOADERS:
         raise DataError(f"unknown data format {fmt!r}; available: {', '.join(LOADERS)}")
-    return LOADERS[fmt](path)
+    read_utf8(path)  # non-UTF-8 bytes: one error naming the file and line, from every loader
+    examples = LOADERS[fmt](path)
+    if not examples:
+        raise DataError(f"{path}: holds no examples; give a file with at least one")
+    return examples

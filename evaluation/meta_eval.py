@@ -49,11 +49,11 @@ class ControlledSet:
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""
+    from evenhand.evaluation.files import read_utf8
+
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file; check the path given to --data")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path, "--data"))
     except json.JSONDecodeError as err:
         raise DataError(f"{path}: invalid JSON at line {err.lineno} ({err.msg})") from None
     if not isinstance(data, list) or not data:

@@ -104,6 +104,10 @@ def import_spacy() -> Any:
     return spacy
 
 
+#: The longest text the spaCy tokenizer takes (``nlp.max_length``, spaCy's default).
+MAX_TEXT_CHARS = 1_000_000
+
+
 @lru_cache(maxsize=1)
 def _spacy_english():
     """Blank English pipeline whose vocabulary computes only the ``LOWER`` attribute.

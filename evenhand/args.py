@@ -107,7 +107,12 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
     "no_resume": ("--no-resume", {
         "dest": "resume", "action": "store_false",
-        "help": "Start afresh instead of skipping examples already in --out.",
+        "help": "Start afresh instead of skipping examples already in --out; the old file moves to "
+        "<out>.bak once the first new result is ready.",
+    }),
+    "force_resume": ("--force-resume", {
+        "action": "store_true",
+        "help": "Resume even though --out was written with other settings (its manifest differs).",
     }),
 }
 

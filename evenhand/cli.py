@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from evenhand.evaluation.schema import DataError
 
@@ -20,9 +22,16 @@ COMMANDS = [
 ]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, ``evenhand CMD: error: ...``, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand's arguments."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="evenhand",
         description="Fair, faithful and controllably abstractive summaries with language models.",
     )
@@ -33,17 +42,32 @@ def build_parser() -> argparse.ArgumentParser:
             module.NAME, help=module.HELP.replace("%", "%%"), description=module.HELP
         )
         module.add_arguments(cmd)
+        cmd.add_argument(
+            "--allow-download", action="store_true",
+            help="Let model loading reach the Hugging Face hub (default: offline, local files only).",
+        )
         cmd.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; bad input exits with status 2 and a one-line message."""
+    """Run the CLI; bad input exits with status 2 and a one-line message.
+
+    Offline unless ``--allow-download``: ``HF_HUB_OFFLINE=1`` for every library
+    below, and ``evenhand.decoding.models`` loads with ``local_files_only``.
+    """
     args = build_parser().parse_args(argv)
+    if not args.allow_download:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
         return int(args._run(args) or 0)
-    except (DataError, FileNotFoundError) as err:
-        print(f"evenhand {args.command}: error: {err}", file=sys.stderr)
+    except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
+        # user mistakes: one line naming the file/field/flag and the fix, never a traceback
+        message = " ".join(str(err).split())
+        if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
+            message = f"{err.filename}: {message}"
+        print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from evenhand.evaluation.configs import coerce_lists
+from evenhand.evaluation.jsonl import ResumableJsonl
 from evenhand.evaluation.lists import split_list
 from evenhand.evaluation.schema import Example
 from evenhand.evaluation.scorer import Scorer
@@ -183,20 +184,24 @@ class Reranker:
         return out
 
     def rerank(
-        self, examples: Sequence[Example], out: str | Path | None = None, resume: bool = True,
+        self, examples: Sequence[Example], out: str | Path | ResumableJsonl | None = None, resume: bool = True,
         progress: bool = True, on_example: Callable[[dict[str, Any]], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Sample, score and select for every example; return (and optionally append) records.
 
         A record: ``{"id", "summary", "best_index", "best_score", "scorer",
         "candidates": [{"text", "recipe", "index", "score", ...details}]}``.
-        With ``out``, records are appended per example and examples already in
-        the file are skipped (their stored records are returned).
+        With ``out`` (a path, or an open ``ResumableJsonl`` carrying a manifest),
+        records are appended per example and examples already in the file are
+        skipped (their stored records are returned). Every example is sampled
+        with the same seeds, so a resumed run equals an uninterrupted one.
         """
-        from evenhand.evaluation.jsonl import ResumableJsonl
         from tqdm.auto import tqdm
 
-        store = ResumableJsonl(out, resume=resume) if out is not None else None
+        if isinstance(out, ResumableJsonl) or out is None:
+            store = out
+        else:
+            store = ResumableJsonl(out, resume=resume)
         records = []
         for ex in tqdm(list(examples), desc="rerank", unit="ex", disable=not progress):
             if store is not None and store.done(ex.id):

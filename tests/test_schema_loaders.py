@@ -128,4 +128,6 @@ def test_resumable_jsonl_drops_torn_line_and_resumes(tmp_path):
     again.append([{"id": "c", "v": 3}])
     assert [r["id"] for r in read_jsonl(path)] == ["a", "b", "c"]
     fresh = ResumableJsonl(path, resume=False)
-    assert not fresh.done("a") and read_jsonl(path) == []
+    assert not fresh.done("a") and len(read_jsonl(path)) == 3  # replaced at the first new record
+    fresh.append([{"id": "z"}])
+    assert read_jsonl(path) == [{"id": "z"}]

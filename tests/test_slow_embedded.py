@@ -23,9 +23,11 @@ def test_generate_cli_on_amazon_is_deterministic(tmp_path):
         assert all(r["summary"].strip() for r in rows)
         outs.append([r["summary"] for r in rows])
     assert outs[0] == outs[1]
-    # resuming skips finished examples and leaves the file as it was
+    # resuming with the same options skips finished examples and leaves the file as it was;
+    # with other options (here the defaults) it is refused (the manifest differs)
     before = (tmp_path / "a.jsonl").read_text()
-    main(["generate", "--data", str(data), "--limit", "3", "--out", str(tmp_path / "a.jsonl")])
+    assert main([*args[:6], str(tmp_path / "a.jsonl"), *args[7:]]) == 0
+    assert main(["generate", "--data", str(data), "--limit", "3", "--out", str(tmp_path / "a.jsonl")]) == 2
     assert (tmp_path / "a.jsonl").read_text() == before
 
 

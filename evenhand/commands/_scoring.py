@@ -68,7 +68,10 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
     A ``calibrated:X`` name passes the options on to its components (``options``).
     """
     from evenhand.evaluation.registry import scorer_class, split_name
+    from evenhand.evaluation.schema import DataError
 
+    if args.scorer_batch_size is not None and args.scorer_batch_size < 1:
+        raise DataError(f"--scorer-batch-size must be a positive int, got {args.scorer_batch_size}")
     options: dict[str, dict[str, Any]] = {}
     for name in names:
         if split_name(name)[0] == "calibrated":

@@ -45,13 +45,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_scorer_options(parser)
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an --out whose tables would overwrite --data or --summaries."""
+    from evenhand.evaluation.jsonl import check_output
+    from evenhand.evaluation.report import table_paths
+
+    inputs = {"--data": args.data}
+    if not args.summaries.startswith("references"):
+        inputs["--summaries"] = args.summaries
+    for path in table_paths(args.out).values():
+        check_output(path, inputs)
+
+
+def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
+    """Refuse sources longer than the word tokenizer takes (spaCy's ``max_length``), naming the example."""
+    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.scorers.abstractiveness import SOURCE_SEPARATOR
+    from evenhand.evaluation.text import MAX_TEXT_CHARS
+
+    for ex in examples:
+        n = len(ex.source_text(SOURCE_SEPARATOR))
+        if n > MAX_TEXT_CHARS:
+            raise DataError(
+                f"{path}: example {ex.id!r}: `documents` hold {n:,} characters, more than the "
+                f"{MAX_TEXT_CHARS:,} the word tokenizer takes; split it into several examples"
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     from evenhand.commands._scoring import build_scorers, split_names
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
     names = split_names(args.metrics, "--metrics")
+    check_outputs(args)
     examples = load_examples(args.data)
+    check_lengths(examples, args.data)
     items = select_summaries(examples, args.summaries)
     scorers = build_scorers(args, names)
     report = evaluate(items, scorers, progress=not args.quiet and len(items) > 50)

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
     add_common_options(
-        parser, "model", "limit", "device", "no_resume",
+        parser, "model", "limit", "device", "no_resume", "force_resume",
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_dataclass_arguments(parser, GenerateConfig)
@@ -39,22 +39,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate, appending each finished batch to --out."""
-    from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.decoding.models import load_generator
+    """Generate, appending each finished batch to --out.
+
+    Batches are cut from the full data (``--limit`` only drops the tail) and
+    batch k is decoded with seed ``seed + its first example's index``, the
+    sweep's rule: a resumed run regenerates an interrupted batch whole and
+    writes exactly what an uninterrupted run writes, for every decoding mode.
+    """
+    from tqdm.auto import tqdm
+
+    from evenhand.commands._outputs import open_results
+    from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
+    from evenhand.decoding.models import check_local, load_generator
     from evenhand.decoding.server import is_server_url
-    from evenhand.evaluation.jsonl import ResumableJsonl
+    from evenhand.evaluation.jsonl import check_output
+    from evenhand.evaluation.schema import DataError, Example
 
     config = config_from_args(GenerateConfig, args)
+    check_output(args.out, {"--data": args.data})
     if is_server_url(args.model):  # before any request or file: processors cannot run on a server
         from evenhand.decoding.server_generate import check_server_config
 
         check_server_config(config)
-    examples = load_limited(args.data, args.limit)
-    store = ResumableJsonl(args.out, resume=args.resume)
-    todo = [ex for ex in examples if not store.done(ex.id)]
-    if len(todo) < len(examples):
-        print(f"resuming: {len(examples) - len(todo)} of {len(examples)} already in {args.out}")
+    else:
+        check_local(args.model)
+    if args.limit is not None and args.limit < 1:
+        raise DataError(f"`--limit` must be a positive int, got {args.limit}")
+    every = load_limited(args.data, None)  # batches are cut from the full data
+    examples = every[: args.limit]
+    wanted = {ex.id for ex in examples}
+    settings = dataclasses.asdict(config)
+    store = open_results(args, "generate", settings)
+
+    def needed(ex: Example) -> bool:
+        return ex.id in wanted and not store.done(ex.id)
+
+    todo = pending_batches(every, config.batch_size, needed)
+    remaining = sum(needed(ex) for _, batch in todo for ex in batch)
+    if remaining < len(examples):
+        print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
     if todo:
         if is_server_url(args.model):
             from evenhand.commands._scoring import server_client
@@ -62,14 +85,18 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = server_client(args, args.model), None
         else:
             model, tokenizer = load_generator(args.model, device=args.device)
-        settings = dataclasses.asdict(config)
-
-        def write(batch, summaries):  # noqa: ANN001 - callback
-            store.append(
-                {"id": ex.id, "summary": s, "model": args.model, "config": settings}
-                for ex, s in zip(batch, summaries)
+        bar = tqdm(total=remaining, desc="generate", unit="ex")
+        for start, batch in todo:
+            summaries = generate(
+                model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
+                progress=False,
             )
-
-        generate(model, tokenizer, todo, config, on_batch=write)
-    print(f"wrote {len(examples)} summaries to {args.out}")
+            rows = [
+                {"id": ex.id, "summary": s, "model": args.model, "config": settings}
+                for ex, s in zip(batch, summaries) if needed(ex)
+            ]
+            store.append(rows)
+            bar.update(len(rows))
+        bar.close()
+    print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
     return 0

@@ -25,9 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-bootstrap", type=int, default=1000, help="Bootstrap draws (default: 1000).")
     parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     parser.add_argument("--device", default=None, help="cpu, cuda... for model-backed scorers.")
-    parser.add_argument(
-        "--no-resume", dest="resume", action="store_false",
-        help="Recompute scorers already in --out.",
+    from evenhand.args import add_common_options
+
+    add_common_options(
+        parser, "no_resume", "force_resume",
+        no_resume="Recompute scorers already in --out; the old file moves to <out>.bak once the "
+        "first new result is ready.",
     )
     add_scorer_options(parser)
 
@@ -36,15 +39,28 @@ def run(args: argparse.Namespace) -> int:
     """Score every summary with every scorer, one scorer at a time, appending to --out."""
     import time
 
-    from evenhand.commands._scoring import build_scorers, split_names
-    from evenhand.evaluation.jsonl import ResumableJsonl
+    from evenhand.commands._outputs import open_results
+    from evenhand.commands._scoring import build_scorers, scorer_options, split_names
+    from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
+    from evenhand.evaluation.schema import DataError
 
     names = split_names(args.scorers)
+    if args.n_bootstrap < 1:
+        raise DataError(f"--n-bootstrap must be a positive int, got {args.n_bootstrap}")
+    if args.limit is not None and args.limit < 1:
+        raise DataError(f"--limit must be a positive int, got {args.limit}")
+    check_output(args.out, {"--data": args.data})
     data = load_controlled(args.data)
     if args.limit is not None:
         data.first_sources(args.limit)
-    store = ResumableJsonl(args.out, key="scorer", resume=args.resume)
+    options = scorer_options(args, names)
+    store = open_results(args, "meta-eval", {
+        "limit": args.limit, "n_bootstrap": args.n_bootstrap, "seed": args.seed,
+        "scorer_options": {
+            n: {k: v for k, v in o.items() if k not in ("batch_size", "device")} for n, o in options.items()
+        },
+    }, key="scorer")
     sources = [data.sources[i] for i in data.source_index]
     for name in names:
         if store.done(name):

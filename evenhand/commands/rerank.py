@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
     add_common_options(
-        parser, "model", "limit", "device", "no_resume",
+        parser, "model", "limit", "device", "no_resume", "force_resume",
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_scorer_options(parser)
@@ -54,11 +54,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rerank, appending one record per example to --out; print a summary."""
+    import dataclasses
+
+    from evenhand.commands._outputs import open_results
     from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
     from evenhand.decoding.generate import GenerateConfig
-    from evenhand.decoding.models import load_generator
+    from evenhand.decoding.models import check_local, load_generator
     from evenhand.decoding.server import is_server_url
     from evenhand.decoding.server_generate import check_server_config
+    from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
@@ -71,16 +75,31 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--floors: {err}") from None
     if floors:
         split_names(",".join(floors), "--floors")  # the floor scorers must exist too
-    scorer = get_scorer(
-        "composite", cache_dir=score_cache(args), scorers=names, weights=args.weights,
-        normalize=args.normalize, options=scorer_options(args, names),
-    )
-    config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)
+    try:  # every option is checked here, before any file is read or model loaded
+        scorer = get_scorer(
+            "composite", cache_dir=score_cache(args), scorers=names, weights=args.weights,
+            normalize=args.normalize, options=scorer_options(args, names),
+        )
+        config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)
+    except ValueError as err:
+        raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
+    check_output(args.out, {"--data": args.data})
     served = is_server_url(args.model)
     if served:  # before any request: what a server cannot do raises here
         check_server_config(generate_config)
+    else:
+        check_local(args.model)
     examples = load_limited(args.data, args.limit)
+    options = {
+        "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
+        "scorers": names, "weights": args.weights, "normalize": args.normalize,
+        "scorer_options": {  # batch size and device do not change scores
+            n: {k: v for k, v in o.items() if k not in ("batch_size", "device")}
+            for n, o in scorer_options(args, sorted({*names, *floors})).items()
+        },
+    }
+    store = open_results(args, "rerank", options)
     floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
     if served:
         model, tokenizer = server_client(args, args.model), None
@@ -89,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
             share_model(s, model, tokenizer, args.model)
     reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
-    records = reranker.rerank(examples, out=args.out, resume=args.resume)
+    records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]
     mean_all = [sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
     plain = " + the plain beam-search summary" if floors else ""

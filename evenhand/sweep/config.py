@@ -271,14 +271,14 @@ def load_sweep(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML file."""
     import yaml
 
+    from evenhand.evaluation.files import read_utf8
+
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: sweep config not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path, "--config")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise DataError(f"{path}: not valid YAML ({err})") from None
+        raise DataError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     try:
         return parse_sweep(data, path.parent, path.stem, text)
     except DataError as err:

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from evenhand.evaluation.jsonl import write_csv
+from evenhand.evaluation.jsonl import atomic_open, write_csv
+from evenhand.evaluation.schema import DataError
 from evenhand.sweep.store import ResultRow, StoredResults, read_results
 
 #: Settings that move a system along its abstractiveness-factuality line.
@@ -148,6 +149,8 @@ def _plt() -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    plt.rcParams["text.parse_math"] = False  # cell and data set names are user text: `$x$` is no formula
 
     return plt
 
@@ -352,11 +355,20 @@ def build_report(
         n_bootstrap: bootstrap resamples of the ranking's intervals.
         seed: seeds the ranking's tie-breaking and bootstrap.
     """
+    if n_bootstrap < 1:
+        raise DataError(f"--bootstrap must be a positive int, got {n_bootstrap}")
     stored = results if isinstance(results, StoredResults) else read_results(results)
+    if not stored.rows:
+        raise DataError(f"{results}: the results hold no rows yet; run `evenhand sweep` first")
+    if rank_by != "auto":
+        columns = sorted({k for r in stored.rows for k in row_values(r)})
+        if rank_by not in columns:
+            raise DataError(
+                f"--rank-by {rank_by!r} is no metric of these results; use auto or one of: "
+                + ", ".join(columns)
+            )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if not stored.rows:
-        raise ValueError("the results hold no rows yet; run `evenhand sweep` first")
     datasets: dict[str, list[ResultRow]] = defaultdict(list)
     for r in stored.rows:
         datasets[r.dataset].append(r)
@@ -371,7 +383,8 @@ def build_report(
     _write_csv(out / "cells.csv", overview)
     page = _html(stored, parts, overview, results if not isinstance(results, StoredResults) else None)
     path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+    with atomic_open(path) as f:  # written last: a page exists only for a finished report
+        f.write(page)
     return path
 
 

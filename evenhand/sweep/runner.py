@@ -168,6 +168,12 @@ def run_sweep(
         process_index, num_processes, state = _distributed()
     if not 0 <= process_index < num_processes:
         raise ValueError(f"`process_index` must be in [0, {num_processes}), got {process_index}")
+    datasets = load_datasets(config)  # bad data or a missing model fail before the results file is touched
+    if load_model is None:
+        from evenhand.decoding.models import check_local
+
+        for name in sorted({cell.model for cell in config.cells}):
+            check_local(name, "cell `model`")
     results = Path(results or config.results)
     path = results if num_processes == 1 else shard_path(results, process_index, num_processes)
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
@@ -187,7 +193,7 @@ def run_sweep(
     factuality = hookups.build_scorer(config.factuality, config.factuality_options) if config.factuality else None
     extra = {name: hookups.build_scorer(name) for name in config.extra_scorers}
 
-    units = plan_units(config, load_datasets(config))
+    units = plan_units(config, datasets)
     mine = [u for i, u in enumerate(units) if i % num_processes == process_index]
     todo = [
         u for u in mine

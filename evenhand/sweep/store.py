@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.schema import DataError
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -105,14 +107,21 @@ def connect(path: str | Path) -> sqlite3.Connection:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=60.0)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(_SCHEMA)
-    version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise DataError(
+            f"{path}: not an evenhand results file ({err}); give --results a new path or a file "
+            "written by `evenhand sweep`"
+        ) from None
     if version is None:
         with conn:
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     elif int(version[0]) != SCHEMA_VERSION:
-        raise ValueError(
+        raise DataError(
             f"{path}: results schema version {version[0]}, this evenhand reads {SCHEMA_VERSION}; "
             "write to a new --results file"
         )
@@ -250,6 +259,6 @@ def read_results(path: str | Path) -> StoredResults:
                     row = _decode(record)
                     rows.setdefault(row.key, row)
             except sqlite3.DatabaseError as err:
-                raise ValueError(f"{file}: not an evenhand results file ({err})") from None
+                raise DataError(f"{file}: not an evenhand results file ({err})") from None
     ordered = sorted(rows.values(), key=lambda r: (r.dataset, r.cell_id, r.seed, r.example_index))
     return StoredResults(ordered, cells, meta)

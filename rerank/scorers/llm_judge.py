@@ -165,7 +165,7 @@ class LlmJudge(LmBackedScorer):
         The article is cut at the end to keep the longest prompt within
         ``max_prompt_tokens``.
         """
-        from evenhand.decoding.prompting import chat_prompt
+        from evenhand.decoding.prompting import chat_prompt, plain_text
 
         _, tok = self._load()
         marker = "\x00SUMMARY\x00"
@@ -180,7 +180,7 @@ class LlmJudge(LmBackedScorer):
 
         article = example.source_text("\n\n")
         before, after = parts("")
-        suffixes = [ids(summary + after) for summary in summaries]
+        suffixes = [ids(plain_text(tok, summary) + after) for summary in summaries]
         budget = self.config.max_prompt_tokens - len(ids(before)) - max(map(len, suffixes))
         if budget < 16:
             raise ValueError(

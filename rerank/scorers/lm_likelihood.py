@@ -185,11 +185,11 @@ class LmScorer(LmBackedScorer):
     # -- prompts -------------------------------------------------------------------
     def prefix_ids(self, source: str | None) -> list[int]:
         """Token ids of the prompt before the summary, for a source text (None: without source)."""
-        from evenhand.decoding.prompting import chat_prompt
+        from evenhand.decoding.prompting import chat_prompt, plain_text
 
         _, tok = self._load()
         if self._seq2seq:
-            ids = self._ids(source or "", special=True)
+            ids = self._ids(plain_text(tok, source or ""), special=True)
             return ids or [tok.eos_token_id]
         if source is None:
             user = self.config.no_source_instruction
@@ -197,7 +197,7 @@ class LmScorer(LmBackedScorer):
             user = f"{source}\n\n{self.config.instruction}"
         if self._chat:
             return self._ids(chat_prompt(tok, user, system=self.config.system))
-        return self._ids(user + "\n\n", special=True)
+        return self._ids(plain_text(tok, user) + "\n\n", special=True)
 
     def end_id(self) -> int:
         """The token that ends the reply (``<|im_end|>`` in a chat template, else eos)."""
@@ -217,7 +217,10 @@ class LmScorer(LmBackedScorer):
 
     def summary_ids(self, summary: str) -> list[int]:
         """The scored tokens: the stripped summary's own, or the end token for an empty one."""
-        return self._ids(summary.strip()) if summary.strip() else [self.end_id()]
+        from evenhand.decoding.prompting import plain_text
+
+        text = plain_text(self._load()[1], summary.strip())  # a summary cannot end its own turn
+        return self._ids(text) if text else [self.end_id()]
 
     def source_chunks(self, example: Example) -> list[str]:
         """The source text the prompt holds: the whole documents, or AlignScore chunks when too long."""
