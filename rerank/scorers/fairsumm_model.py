@@ -44,7 +44,11 @@ from evenhand.evaluation.fairsumm import DEFAULT_TEMPERATURE
 from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Document, Example
 from evenhand.evaluation.scorer import Scorer, ScorerConfig
-from evenhand.evaluation.scorers.fairsumm import ValueDistributionMetric, distribution_row, source_profile
+from evenhand.evaluation.scorers.fairsumm import (
+    ValueDistributionMetric,
+    distribution_row,
+    source_profile,
+)
 from evenhand.rerank.scorers.lm_likelihood import LmConfig, LmScorer
 
 #: How the authors' data joins one value's documents into its text.
