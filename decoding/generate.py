@@ -37,7 +37,7 @@ class GenerateConfig(FairnessSettings, AbstractivenessSettings, PromptSettings, 
             part.check(self)
         if self.beam_search and (self.num_beams < 2 or self.do_sample):
             raise ValueError(
-                "`fair_beam`/`fair_meaning` are a beam search: set `num_beams` >= 2 and `do_sample=False`, "
+                "`fair_beam` is a beam search (so is `fair_meaning`): set `num_beams` >= 2 and `do_sample=False`, "
                 "or use `fairness_strength` alone"
             )
 
