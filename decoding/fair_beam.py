@@ -30,6 +30,15 @@ target t plays the metric's source share s_v, and q the metric's summary share t
 
 The k finished hypotheses are returned best J first. β = 0 takes exactly the
 steps of transformers' ``_beam_search`` (same token ids, tested).
+
+Meaning level (``FairBeamSettings.meaning``, weight W, :mod:`evenhand.decoding.meaning`):
+step 2 ranks by log p + n^λ (β F − W M), M ∈ [0, 1] the partial summary's
+meaning-level coverage penalty (embedding Equal Coverage by default), measured
+every ``meaning.every`` generated tokens for the whole pool in one encoder call
+and inherited from the parent beam in between; keep-alive stays on the N-gram
+shares. At the end the finished hypotheses are re-ranked by J − W · EC with the
+sentence-level Equal Coverage of each whole summary. W = 0 with β = 0 is plain
+beam search again (tested).
 """
 
 from __future__ import annotations
