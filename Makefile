@@ -27,7 +27,7 @@ test: lint
 	$(BIN)/python -m pytest -q --durations=10
 
 test-fast: lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not server"
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(BIN)/python -m benchmarks.$$(basename $$b .py) || exit 1; done

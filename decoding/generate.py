@@ -163,8 +163,10 @@ def generate(
     """Write one summary per example.
 
     Args:
-        model: a causal or seq2seq transformers model (``load_generator``).
-        tokenizer: its tokenizer.
+        model: a causal or seq2seq transformers model (``load_generator``), or a
+            ``ServerClient`` (``decoding.server``: sampling through an OpenAI-compatible
+            server; logits processors then raise DataError).
+        tokenizer: its tokenizer (unused for a server).
         examples: the inputs.
         config: decoding settings (default ``GenerateConfig()``).
         processor_builders: callables turning each ``PromptBatch`` into extra logits
@@ -181,14 +183,20 @@ def generate(
         The summaries, in example order. The same inputs, config and seed give the
         same outputs: each batch re-seeds torch with ``seed + index of its first example``.
     """
+    from evenhand.decoding.server import ServerClient
+
+    config = config or GenerateConfig()
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
+    if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py, no torch
+        from evenhand.decoding.server_generate import generate_via_server
+
+        return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     import torch
     from evenhand.decoding.fair_decoding import check_examples
     from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
 
-    config = config or GenerateConfig()
-    if overrides:
-        config = dataclasses.replace(config, **overrides)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)

@@ -210,8 +210,17 @@ def load_generator(
         token set (left padding for decoder-only models).
     """
     import torch
+    from evenhand.decoding.server import is_server_url
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+    if is_server_url(name_or_path):
+        from evenhand.evaluation.schema import DataError
+
+        raise DataError(
+            f"`model` {name_or_path!r} is a server URL, but this step runs the model in-process "
+            "(DPO training, sweeps, LM-likelihood scorers); give an alias, folder or cached HF id "
+            "(docs/serving.md lists what a URL serves)"
+        )
     device = device or default_device()
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)

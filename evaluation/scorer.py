@@ -210,7 +210,8 @@ class Scorer:
         return examples, list(outputs)
 
     def _fingerprint(self) -> str:
-        skip = ("batch_size", "progress", "target_only")  # target_only acts on the key's source
+        # target_only acts on the key's source; max_concurrency/timeout only pace a server
+        skip = ("batch_size", "progress", "target_only", "max_concurrency", "timeout")
         settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
         return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
 

@@ -5,6 +5,7 @@ transformers)::
 
     from evenhand import load_generator, load_examples, GenerateConfig, generate
     from evenhand import get_scorer, Reranker, RerankConfig, mint
+    from evenhand import ServerClient   # generate(ServerClient("http://HOST:PORT/v1"), None, examples)
 
 The layers themselves are ``evenhand.evaluation``, ``evenhand.decoding``,
 ``evenhand.rerank`` and ``evenhand.training``.
@@ -29,6 +30,8 @@ _PUBLIC = {
     "GenerateConfig": "evenhand.decoding.generate",
     "generate": "evenhand.decoding.generate",
     "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
+    "ServerClient": "evenhand.decoding.server",
+    "ServerConfig": "evenhand.decoding.server",
     "get_scorer": "evenhand.evaluation.registry",
     "available": "evenhand.evaluation.registry",
     "register": "evenhand.evaluation.registry",

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from evenhand.decoding.server import ServerClient, ServerConfig, is_server_url
+from evenhand.evaluation.schema import DataError
 from evenhand.evaluation.scorer import Scorer, ScorerConfig
 
 
@@ -194,16 +196,36 @@ class LmBackedConfig(ScorerConfig):
 class LmBackedScorer(Scorer):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
-    Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``).
+    Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
+    scorer with ``serves = True`` (the LLM judges) also takes a server URL
+    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
+    then reads ``max_concurrency`` and ``timeout``); the others refuse one with a
+    ``DataError`` when built, before any model or request.
     """
 
     Config = LmBackedConfig
+    #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
+    serves: ClassVar[bool] = False
 
     def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._model: Any = None
         self._tokenizer: Any = None
         self._model_name = self.config.model
+        self.server: Any = None
+        if is_server_url(self.config.model):
+            if not self.serves:
+                raise DataError(
+                    f"scorer {self.name!r}: `model` {self.config.model!r} is a server URL, but "
+                    f"{self.name} needs the log-probabilities of the summary's own tokens read as a "
+                    "prompt, which evenhand does not take from a server (not every server returns "
+                    "them); give a local model (alias, folder or cached HF id) — see docs/serving.md"
+                )
+            server = ServerConfig(
+                max_concurrency=getattr(self.config, "max_concurrency", 4),
+                timeout=getattr(self.config, "timeout", 120.0),
+            )
+            self.server = ServerClient(self.config.model, server)
 
     def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
         """Score with an already loaded model (``name`` keys the cache); returns self."""
@@ -212,9 +234,12 @@ class LmBackedScorer(Scorer):
 
     @property
     def model_id(self) -> str:
-        return self._model_name
+        """The model's name; for a server ``BASE#MODEL`` (asks ``/v1/models`` when the URL names none)."""
+        return self.server.key if self.server is not None else self._model_name
 
     def _load(self) -> tuple[Any, Any]:
+        if self.server is not None:
+            raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
         if self._model is None:
             from evenhand.decoding.models import load_generator
 

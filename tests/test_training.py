@@ -371,9 +371,7 @@ def test_two_process_accelerate_run(tiny_dir, tmp_path):
 
 
 def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
-    from types import SimpleNamespace
-
-    from evenhand.training.loop import _Run
+    from evenhand.training.stages import pair
 
     config = _config(tiny_dir, Path("unused"), fairness=True)
     cands = [  # composite prefers 0; -EC prefers 1; group diffs as in DIFFS
@@ -381,7 +379,7 @@ def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
         {"text": "y", "score": 0.1, "fair_score": -0.2, "group_diffs": DIFFS[1]},
         {"text": "z", "score": 0.5, "fair_score": -0.2, "group_diffs": DIFFS[2]},
     ]
-    pairs = _Run.pairs(SimpleNamespace(config=config), [], [{"id": "e0", "position": 0, "candidates": cands}])
+    pairs = pair(config, [{"id": "e0", "position": 0, "candidates": cands}])
     # -EC: 1 and 2 tie (dropped); 1 > 0 and 2 > 0; the rejected is 0 both times (over-represents a)
     assert [(p["chosen"], p["rejected"]) for p in pairs] == [(1, 0), (2, 0)]
     assert [p["weight"] for p in pairs] == pytest.approx([1.2, 1.2])

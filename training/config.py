@@ -1,9 +1,13 @@
-"""``DPORRConfig``: every setting of a DPO+RR run, loadable from YAML (unknown keys rejected).
+"""``DPORRConfig``: every setting of a DPO+RR or GRPO run, loadable from YAML (unknown keys rejected).
 
 Defaults follow Ri, Deas & McKeown (2025): 10 iterations of 500 sampled training
 prompts, 9 candidates per prompt (3 nucleus, 3 top-k, 3 hybrid), all candidate
 pairs with unequal scores, one epoch of DPO per iteration continuing one LoRA
 (r 8, alpha 16, dropout 0.1 on q_proj/v_proj), batch size 4.
+
+``method="grpo"`` reads the same fields (mapping onto trl's ``GRPOConfig`` in
+``evenhand.training.grpo``) plus ``grpo_beta``; the pair, DPO-loss and FairPO
+fields are DPO+RR's only (set under GRPO they warn; ``fairness`` raises).
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from evenhand.evaluation.configs import coerce_lists, config_from_mapping, load_
 
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
 REFERENCES = ("base", "previous")
+METHODS = ("dpo-rr", "grpo")
+#: Fields only one method reads: a non-default value under the other method warns.
+DPO_ONLY = ("pair_strategy", "top_gap_k", "min_gap", "beta", "max_length", "fairness_temperature")
+GRPO_ONLY = ("grpo_beta",)
 
 
 def _help(text: str) -> dict[str, str]:
@@ -48,6 +56,13 @@ class DPORRConfig:
     )
     out_dir: str = field(default="dpo_rr_run", metadata=_help("Run folder: iter_K/ per iteration."))
     device: str | None = field(default=None, metadata=_help("cpu, cuda... (default: auto)."))
+    # -- method ------------------------------------------------------------------------------
+    method: str = field(
+        default="dpo-rr",
+        metadata={"help": "dpo-rr: sample, rerank, DPO on preference pairs; grpo: online RL with trl's "
+                          "GRPOTrainer rewarded by the same scorer composite (docs/training.md).",
+                  "choices": METHODS},
+    )
     # -- iterations and sampling ---------------------------------------------------------
     iterations: int = field(default=10, metadata=_help("DPO+RR iterations."))
     prompts_per_iteration: int = field(
@@ -96,10 +111,10 @@ class DPORRConfig:
         metadata=_help("Alignment model of the equal-coverage scorer (NLI folder, .ckpt or 'fallback')."),
     )
     # -- DPO -------------------------------------------------------------------------------
-    beta: float = field(default=0.1, metadata=_help("DPO beta (strength of the KL anchor)."))
+    beta: float = field(default=0.1, metadata=_help("DPO beta (strength of the KL anchor; GRPO: see `grpo_beta`)."))
     learning_rate: float = field(default=5e-5, metadata=_help("AdamW learning rate of the LoRA."))
-    epochs: float = field(default=1.0, metadata=_help("DPO epochs per iteration."))
-    batch_size: int = field(default=4, metadata=_help("Preference pairs per device per step."))
+    epochs: float = field(default=1.0, metadata=_help("DPO epochs per iteration (GRPO: passes over each generated batch, a whole number)."))
+    batch_size: int = field(default=4, metadata=_help("Preference pairs per device per step (GRPO: prompts, each with `candidates` completions)."))
     gradient_accumulation_steps: int = field(default=1, metadata=_help("Steps per optimizer update."))
     max_length: int = field(
         default=4096,
@@ -108,7 +123,12 @@ class DPORRConfig:
     )
     reference: str = field(
         default="base",
-        metadata=_help("DPO reference: 'base' (adapter disabled) or 'previous' (adapter at iteration start)."),
+        metadata=_help("DPO/GRPO reference: 'base' (adapter disabled) or 'previous' (adapter at iteration start)."),
+    )
+    # -- GRPO ------------------------------------------------------------------------------
+    grpo_beta: float = field(
+        default=0.04,
+        metadata=_help("GRPO's KL coefficient (trl GRPOConfig.beta; DeepSeekMath's 0.04; 0 = no reference)."),
     )
     # -- LoRA ------------------------------------------------------------------------------
     lora_r: int = field(default=8, metadata=_help("LoRA rank."))
@@ -136,6 +156,10 @@ class DPORRConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"`method` must be one of {METHODS}, got {self.method!r}")
+        if not isinstance(self.grpo_beta, (int, float)) or isinstance(self.grpo_beta, bool) or self.grpo_beta < 0:
+            raise ValueError(f"`grpo_beta` must be a non-negative float, got {self.grpo_beta!r}")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise ValueError(f"`lora_dropout` must be in [0, 1), got {self.lora_dropout!r}")
         if self.min_gap < 0:
@@ -160,6 +184,44 @@ class DPORRConfig:
         unknown = [r for r in self.recipes if r not in RECIPES]
         if not self.recipes or unknown:
             raise ValueError(f"`recipes` must name samplers among {', '.join(RECIPES)}, got {self.recipes!r}")
+        self._check_method()
+
+    def _check_method(self) -> None:
+        """Options of the other method: conflicting ones raise, ignored ones warn."""
+        import warnings
+
+        defaults = {
+            f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(self)
+        }
+        ignored = DPO_ONLY if self.method == "grpo" else GRPO_ONLY
+        changed = [name for name in ignored if getattr(self, name) != defaults[name]]
+        if changed:
+            other = "dpo-rr" if self.method == "grpo" else "grpo"
+            warnings.warn(
+                f"{', '.join(f'`{n}`' for n in changed)} only appl{'ies' if len(changed) == 1 else 'y'} to "
+                f"method={other!r} and {'is' if len(changed) == 1 else 'are'} ignored with method={self.method!r}",
+                UserWarning, stacklevel=3,
+            )
+        if self.method != "grpo":
+            return
+        if self.fairness:
+            raise ValueError(
+                "`fairness` (FairPO-like pairs) needs method='dpo-rr'; for GRPO add the 'equal-coverage' "
+                "scorer to `scorers` instead"
+            )
+        if float(self.epochs) != int(self.epochs):
+            raise ValueError(
+                f"`epochs` must be a whole number with method='grpo' (GRPO's num_iterations: optimization "
+                f"passes over each generated batch), got {self.epochs!r}"
+            )
+        recipes = list(self.recipes)
+        if len(recipes) > 1 and self.recipes != defaults["recipes"]:
+            warnings.warn(
+                f"method='grpo' samples every completion with the first of `recipes` ({recipes[0]!r}); "
+                f"{', '.join(repr(r) for r in recipes[1:])} ignored",
+                UserWarning, stacklevel=3,
+            )
 
     @property
     def target_modules(self) -> list[str]:

@@ -12,7 +12,8 @@ from typing import Any
 
 #: The shared flags: (flag, help). Each one's dest is what ``Scorer.cli_options`` maps.
 SCORER_FLAGS = (
-    ("--judge-model", "Judge for llm-coverage/llm-faithfulness (default: embedded smollm2-135m-instruct)."),
+    ("--judge-model", "Judge for llm-coverage/llm-faithfulness: alias, folder, cached HF id or server URL "
+     "http://HOST:PORT/v1[#MODEL] (default: embedded smollm2-135m-instruct)."),
     ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default)."),
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
@@ -33,6 +34,33 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
     for flag, help_text in SCORER_FLAGS:
         parser.add_argument(flag, default=None, help=help_text)
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
+    add_server_options(parser)
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """--max-concurrency and --server-timeout: how requests to a server URL are paced."""
+    parser.add_argument(
+        "--max-concurrency", type=int, default=None,
+        help="Requests in flight at once to a server URL (--model, --judge-model; default: 4).",
+    )
+    parser.add_argument(
+        "--server-timeout", type=float, default=None,
+        help="Seconds to wait for one response of a server URL (default: 120).",
+    )
+
+
+def server_client(args: argparse.Namespace, url: str) -> Any:
+    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent)."""
+    from evenhand.decoding.server import ServerClient, ServerConfig
+    from evenhand.evaluation.schema import DataError
+
+    values = {"max_concurrency": args.max_concurrency, "timeout": args.server_timeout}
+    try:
+        config = ServerConfig(**{k: v for k, v in values.items() if v is not None})
+    except ValueError as err:
+        raise DataError(str(err).replace("`max_concurrency`", "`--max-concurrency`")
+                        .replace("`timeout`", "`--server-timeout`")) from None
+    return ServerClient(url, config)
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:

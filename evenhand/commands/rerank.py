@@ -44,16 +44,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recipes", default="nucleus,top-k,hybrid", help="Samplers cycled over candidates (the paper's three)."
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
-    add_common_options(parser, "model", "limit", "device", "no_resume")
+    add_common_options(
+        parser, "model", "limit", "device", "no_resume",
+        model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
+    )
     add_scorer_options(parser)
     add_dataclass_arguments(parser, GenerateConfig, skip=_SAMPLER_FIELDS)
 
 
 def run(args: argparse.Namespace) -> int:
     """Rerank, appending one record per example to --out; print a summary."""
-    from evenhand.commands._scoring import score_cache, scorer_options, split_names
+    from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import load_generator
+    from evenhand.decoding.server import is_server_url
+    from evenhand.decoding.server_generate import check_server_config
     from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
@@ -72,11 +77,17 @@ def run(args: argparse.Namespace) -> int:
     )
     config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)
     generate_config = config_from_args(GenerateConfig, args)
+    served = is_server_url(args.model)
+    if served:  # before any request: what a server cannot do raises here
+        check_server_config(generate_config)
     examples = load_limited(args.data, args.limit)
-    model, tokenizer = load_generator(args.model, device=args.device)
     floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
-    for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
-        share_model(s, model, tokenizer, args.model)
+    if served:
+        model, tokenizer = server_client(args, args.model), None
+    else:
+        model, tokenizer = load_generator(args.model, device=args.device)
+        for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
+            share_model(s, model, tokenizer, args.model)
     reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
     records = reranker.rerank(examples, out=args.out, resume=args.resume)
     best = [r["best_score"] for r in records]

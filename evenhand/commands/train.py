@@ -1,6 +1,7 @@
-"""``evenhand train``: DPO+RR preference tuning of a LoRA on self-generated, reranked candidates.
+"""``evenhand train``: DPO+RR preference tuning of a LoRA on self-generated, reranked candidates, or GRPO.
 
     evenhand train --config run.yaml [--iterations 3 ...]
+    evenhand train --method grpo --data train.jsonl --out runs/g [--scorers calibrated:coverage ...]
     evenhand train --data train.jsonl --out runs/a [--scorers rouge-l-recall --iterations 2 ...]
     accelerate launch --multi_gpu --num_processes 2 -m evenhand.cli train --config run.yaml
 
@@ -19,7 +20,8 @@ import argparse
 from evenhand.args import add_dataclass_arguments, config_from_args
 
 NAME = "train"
-HELP = "DPO+RR: sample, rerank, build preference pairs and DPO-train a LoRA, iteratively (resumable)."
+HELP = ("DPO+RR (sample, rerank, DPO on preference pairs) or --method grpo (online RL rewarded by the "
+        "scorers): train a LoRA, iteratively (resumable).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evenhand.decoding.server import ServerConfig
 from evenhand.evaluation.registry import register
 from evenhand.evaluation.schema import Example
 from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
@@ -114,12 +115,26 @@ def parse_score(reply: str) -> int:
 class JudgeConfig(LmBackedConfig):
     """Settings of the LLM judges."""
 
+    model: str = field(
+        default="smollm2-135m-instruct",
+        metadata={
+            "help": "Judge model: embedded alias, local folder, cached HF id, or a server URL "
+            "http://HOST:PORT/v1[#MODEL] (docs/serving.md)."
+        },
+    )
     mode: str = field(default="expected", metadata={"help": "'expected' (digit expectation) or 'parse' (generate, first number)."})
     max_prompt_tokens: int = field(default=4096, metadata={"help": "Prompt budget; longer articles are cut at the end."})
     batch_size: int = field(default=8, metadata={"help": "Prompts per forward pass."})
+    max_concurrency: int = field(
+        default=4, metadata={"help": "Server URL only: judge requests in flight at once."}
+    )
+    timeout: float = field(
+        default=120.0, metadata={"help": "Server URL only: seconds to wait for one response."}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        ServerConfig(max_concurrency=self.max_concurrency, timeout=self.timeout)  # validates both
         if self.mode not in ("expected", "parse"):
             raise ValueError(f"`mode` must be 'expected' or 'parse', got {self.mode!r}")
         if self.max_prompt_tokens < 64:
@@ -127,12 +142,20 @@ class JudgeConfig(LmBackedConfig):
 
 
 class LlmJudge(LmBackedScorer):
-    """A 1-5 rubric judge; subclasses set ``template``."""
+    """A 1-5 rubric judge; subclasses set ``template``.
+
+    ``config.model`` may be a server URL (``http://HOST:PORT/v1[#MODEL]``): the
+    judge then reads the server's ``top_logprobs`` (``rerank.server_judge``).
+    """
 
     Config = JudgeConfig
-    cli_options = {"judge_model": "model", "device": "device"}
+    cli_options = {
+        "judge_model": "model", "device": "device",
+        "max_concurrency": "max_concurrency", "server_timeout": "timeout",
+    }
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
+    serves = True
 
     def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
@@ -193,6 +216,10 @@ class LlmJudge(LmBackedScorer):
         return ids
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        if self.server is not None:
+            from evenhand.rerank.server_judge import judge_via_server
+
+            return judge_via_server(self.server, self.template, sources, outputs, self.config.mode)
         groups: dict[int, list[int]] = {}
         first: dict[str, int] = {}
         for i, ex in enumerate(sources):

@@ -1,0 +1,193 @@
+"""``RunStore``: the files of one training run's folder, written atomically, read back on resume.
+
+Layout of ``out_dir``:
+
+- ``iter_K/``: one finished iteration (``summary.json`` plus the stage files
+  and ``adapter/``); a folder without ``summary.json`` is unfinished;
+- ``.iter_K.tmp-*``: an iteration being written, renamed to ``iter_K`` when
+  complete (``os.replace``), so ``iter_K`` appears whole or not at all;
+- ``.iter_K.trainer``: the trainer's scratch folder, removed after training;
+- ``manifest.json``: the config and every finished iteration's summary,
+  rewritten after each commit.
+
+Only the main process writes (``state.is_main_process``); every process waits
+for it at the end of ``commit``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evenhand.evaluation.jsonl import write_json
+
+ITER_PREFIX = "iter_"
+SUMMARY = "summary.json"
+MANIFEST = "manifest.json"
+ADAPTER = "adapter"
+#: Config fields a resumed run may change.
+RESUMABLE_CHANGES = ("iterations", "progress", "out_dir", "device")
+
+
+def iteration_dir(out_dir: str | Path, k: int) -> Path:
+    """``out_dir/iter_k``."""
+    return Path(out_dir) / f"{ITER_PREFIX}{k}"
+
+
+def finished_iterations(out_dir: str | Path) -> list[int]:
+    """Iterations whose folder is complete (it holds ``summary.json``), sorted."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return []
+    done = []
+    for path in out.iterdir():
+        suffix = path.name[len(ITER_PREFIX):]
+        if path.name.startswith(ITER_PREFIX) and suffix.isdigit() and (path / SUMMARY).is_file():
+            done.append(int(suffix))
+    return sorted(done)
+
+
+def check_resumable(out_dir: str | Path, config: Any) -> None:
+    """Raise ValueError if ``out_dir`` holds a run with other settings than ``config`` (``to_dict()``).
+
+    Fields missing from an older manifest count as their current default, so a
+    run written before a field existed resumes when the field keeps its default;
+    list fields stored as comma strings compare as lists (``evaluation.configs.normalized``).
+    """
+    import dataclasses
+
+    manifest = Path(out_dir) / MANIFEST
+    if not manifest.is_file():
+        return
+    from evenhand.evaluation.configs import normalized
+
+    old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
+    new = config.to_dict()
+    defaults = {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(config)
+    } if dataclasses.is_dataclass(config) else {}
+    changed = sorted(
+        k for k in set(old) | set(new)
+        if k not in RESUMABLE_CHANGES and old.get(k, defaults.get(k)) != new.get(k)
+    )
+    if changed:
+        detail = ", ".join(f"{k}: {old.get(k, defaults.get(k))!r} -> {new.get(k)!r}" for k in changed)
+        raise ValueError(
+            f"{out_dir} holds a run with other settings ({detail}); resume with the same settings "
+            "or choose another `out_dir`"
+        )
+
+
+class RunStore:
+    """The run folder ``out_dir`` (see module docstring).
+
+    Args:
+        out_dir: the run folder (created on the first commit).
+        state: an accelerate ``PartialState`` (or anything with
+            ``is_main_process`` and ``wait_for_everyone()``); default: one process.
+    """
+
+    def __init__(self, out_dir: str | Path, state: Any = None) -> None:
+        self.out = Path(out_dir)
+        self.state = state
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process writes files."""
+        return self.state is None or bool(self.state.is_main_process)
+
+    def wait(self) -> None:
+        """Barrier across processes (no-op in one process)."""
+        if self.state is not None:
+            self.state.wait_for_everyone()
+
+    def iteration_dir(self, k: int) -> Path:
+        """``out_dir/iter_k``."""
+        return iteration_dir(self.out, k)
+
+    def finished(self) -> list[int]:
+        """Finished iterations, sorted (``finished_iterations``)."""
+        return finished_iterations(self.out)
+
+    def last_trained(self) -> int:
+        """The last finished iteration with an adapter (0: none, start from the base model)."""
+        return max([k for k in self.finished() if k > 0], default=0)
+
+    def adapter_dir(self, k: int) -> Path:
+        """``iter_k/adapter``."""
+        return self.iteration_dir(k) / ADAPTER
+
+    def check_resumable(self, config: Any) -> None:
+        """``check_resumable(out_dir, config)``."""
+        check_resumable(self.out, config)
+
+    def clean_stale(self) -> list[Path]:
+        """Remove what a killed run leaves (``.iter_K.tmp-*``, ``.iter_K.trainer``); main process only."""
+        if not self.is_main or not self.out.is_dir():
+            return []
+        stale = [p for p in self.out.iterdir() if p.is_dir() and p.name.startswith(f".{ITER_PREFIX}")
+                 and (".tmp-" in p.name or p.name.endswith(".trainer"))]
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
+        return stale
+
+    def workdir(self, k: int) -> Path:
+        """The trainer's scratch folder of iteration ``k`` (``.iter_k.trainer``)."""
+        return self.out / f".{ITER_PREFIX}{k}.trainer"
+
+    def drop_workdir(self, k: int) -> None:
+        """Remove iteration ``k``'s scratch folder (main process)."""
+        if self.is_main:
+            shutil.rmtree(self.workdir(k), ignore_errors=True)
+
+    def commit(
+        self, k: int, files: Mapping[str, Sequence[Mapping[str, Any]]], summary: Mapping[str, Any],
+        save_adapter: Callable[[Path], None] | None = None,
+        manifest: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        """Write iteration ``k``: JSONL ``files``, the adapter, ``summary.json``; rename into place.
+
+        ``save_adapter(path)`` writes the adapter folder; ``manifest()`` returns
+        the manifest, written after the rename. All processes wait at the end.
+        """
+        from evenhand.evaluation.jsonl import write_jsonl
+
+        if self.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{ITER_PREFIX}{k}.tmp-", dir=self.out))
+            tmp.chmod(0o755)
+            try:
+                for name, rows in files.items():
+                    write_jsonl(tmp / name, list(rows))
+                if save_adapter is not None:
+                    save_adapter(tmp / ADAPTER)
+                write_json(tmp / SUMMARY, dict(summary))
+                target = self.iteration_dir(k)
+                if target.exists():  # a stale folder without summary.json
+                    shutil.rmtree(target)
+                os.replace(tmp, target)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+            if manifest is not None:
+                self.write_manifest(manifest())
+        self.wait()
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """``summary.json`` of every finished iteration, in order."""
+        return [json.loads((self.iteration_dir(k) / SUMMARY).read_text(encoding="utf-8")) for k in self.finished()]
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        """Write ``manifest.json`` atomically (main process)."""
+        if self.is_main:
+            write_json(self.out / MANIFEST, dict(manifest))
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The current ``manifest.json``."""
+        return json.loads((self.out / MANIFEST).read_text(encoding="utf-8"))
