@@ -30,6 +30,15 @@ target t plays the metric's source share s_v, and q the metric's summary share t
 
 The k finished hypotheses are returned best J first. β = 0 takes exactly the
 steps of transformers' ``_beam_search`` (same token ids, tested).
+
+Meaning level (``FairBeamSettings.meaning``, weight W, :mod:`evenhand.decoding.meaning`):
+step 2 ranks by log p + n^λ (β F − W M), M ∈ [0, 1] the partial summary's
+meaning-level coverage penalty (embedding Equal Coverage by default), measured
+every ``meaning.every`` generated tokens for the whole pool in one encoder call
+and inherited from the parent beam in between; keep-alive stays on the N-gram
+shares. At the end the finished hypotheses are re-ranked by J − W · EC with the
+sentence-level Equal Coverage of each whole summary. W = 0 with β = 0 is plain
+beam search again (tested).
 """
 
 from __future__ import annotations
@@ -60,6 +69,8 @@ class FairBeamSettings:
         prior: ε >= 0, pseudo-count of target-distributed content in partial shares.
         pool: candidates per step, as a multiple of plain beam search's 2k (>= 1).
         keep_alive: reserve beams for groups the best hypothesis under-represents.
+        meaning: meaning-level coverage (:class:`evenhand.decoding.meaning.MeaningCoverage`,
+            weight W) or None; with it β may be 0.
     """
 
     tables: GroupTables
@@ -68,6 +79,7 @@ class FairBeamSettings:
     prior: float = DEFAULT_PRIOR
     pool: int = 2
     keep_alive: bool = True
+    meaning: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or not self.beta >= 0:
@@ -142,7 +154,8 @@ def fair_beam_search(
         raise ValueError("fair beam search returns token ids only; drop `return_dict_in_generate`")
     if synced_gpus:
         raise ValueError("fair beam search does not support `synced_gpus`")
-    tables, beta = fair_beam.tables, float(fair_beam.beta)
+    tables, beta, meaning = fair_beam.tables, float(fair_beam.beta), fair_beam.meaning
+    steer = beta > 0 or meaning is not None
 
     pad_token_id = generation_config._pad_token_tensor
     eos_token_id = generation_config._eos_token_tensor
@@ -182,6 +195,8 @@ def fair_beam_search(
         (batch_size, num_beams, max_length - cur_len), fill_value=-1, dtype=torch.int32, device=device
     )
     beam_indices = running_beam_indices.detach().clone()
+    running_meaning = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
+    batch_offset = torch.arange(batch_size, device=device)[:, None] * num_beams
 
     flat_running_sequences = input_ids
     prefill_consumed = False
@@ -210,7 +225,7 @@ def fair_beam_search(
         log_probs = torch.reshape(log_probs, (batch_size, -1))
 
         # 1. candidate pool (plain beam search: its 2k best continuations)
-        pool = beams_to_keep if beta == 0 else min(fair_beam.pool * beams_to_keep, num_beams * vocab_size)
+        pool = beams_to_keep if not steer else min(fair_beam.pool * beams_to_keep, num_beams * vocab_size)
         pool_lp, pool_seqs, pool_beam_idx = model._get_top_k_continuations(
             accumulated_log_probs=log_probs,
             running_sequences=running_sequences,
@@ -222,20 +237,32 @@ def fair_beam_search(
             num_beams=num_beams,
             batch_size=batch_size,
         )
-        # 2. re-rank by log p + β n^λ F (partial shares); finished ones by J (observed shares)
+        # 2. re-rank by log p + n^λ (β F − W M) (partial shares, meaning penalty M);
+        #    finished ones by J (observed shares; M enters at the final rerank)
         rank = finish_scores = pool_lp
-        if beta > 0:
-            generated = pool_seqs[:, :, decoder_prompt_len : cur_len + 1].reshape(batch_size * pool, -1)
-            counts = group_counts(member, generated).view(batch_size, pool, -1)
+        if steer:
+            n_gen = cur_len + 1 - decoder_prompt_len
+            scale = n_gen**length_penalty
+            generated = pool_seqs[:, :, decoder_prompt_len : cur_len + 1]
+            counts = group_counts(member, generated.reshape(batch_size * pool, -1)).view(batch_size, pool, -1)
             partial = smoothed_shares(counts, target, fair_beam.prior)
-            scale = beta * (cur_len + 1 - decoder_prompt_len) ** length_penalty
-            rank = pool_lp - scale * unfair_error_rate(target, partial, present)
+            rank = pool_lp - beta * scale * unfair_error_rate(target, partial, present)
+            pool_meaning = torch.zeros_like(pool_lp)
+            if meaning is not None:
+                if n_gen % meaning.every == 0:
+                    pool_meaning = meaning.penalty(generated)
+                else:  # between checks a candidate keeps its parent beam's M
+                    parent = pool_beam_idx[:, :, cur_len - decoder_prompt_len].long() - batch_offset
+                    pool_meaning = running_meaning.gather(1, parent)
+                rank = rank - meaning.weight * scale * pool_meaning
             order = torch.sort(rank, dim=1, descending=True, stable=True).indices
-            pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial = (
-                model._gather_beams(t, order) for t in (pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial)
+            pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial, pool_meaning = (
+                model._gather_beams(t, order)
+                for t in (pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial, pool_meaning)
             )
-            observed = observed_shares(counts, present)
-            finish_scores = pool_lp - scale * unfair_error_rate(target, observed, present)
+            if beta > 0:
+                observed = observed_shares(counts, present)
+                finish_scores = pool_lp - beta * scale * unfair_error_rate(target, observed, present)
 
         hits = stopping_criteria(model._flatten_beam_dim(pool_seqs[:, :, : cur_len + 1]), None)
         hits = model._unflatten_beam_dim(hits, batch_size, pool)
@@ -251,6 +278,8 @@ def fair_beam_search(
         running_sequences = model._gather_beams(pool_seqs, keep)
         running_beam_scores = model._gather_beams(running_pool_lp, keep)
         running_beam_indices = model._gather_beams(pool_beam_idx, keep)
+        if meaning is not None:
+            running_meaning = model._gather_beams(pool_meaning, keep)
 
         # 4. finished hypotheses: the top k of the pool that just finished, scored by J
         top_mask = torch.zeros(pool, dtype=torch.bool, device=device)
@@ -300,6 +329,10 @@ def fair_beam_search(
             is_early_stop_heuristic_unsatisfied, is_sent_finished, hits, early_stopping
         )
 
+    if meaning is not None:  # final rerank of the finished hypotheses by J − W · Equal Coverage
+        ec = meaning.final_ec(sequences[:, :, decoder_prompt_len:])
+        order = torch.sort(beam_scores - meaning.weight * ec, dim=1, descending=True, stable=True).indices
+        sequences, beam_indices = model._gather_beams(sequences, order), model._gather_beams(beam_indices, order)
     sequences = model._flatten_beam_dim(sequences[:, :num_return_sequences, :])
     beam_indices = model._flatten_beam_dim(beam_indices[:, :num_return_sequences, :])
     max_generated_length = ((beam_indices + 1).bool()).sum(dim=1).max()

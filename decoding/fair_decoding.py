@@ -1,5 +1,6 @@
 """Hook fairness-aware decoding into ``generate``: per batch, the group tables, the
-group-coverage processor (α) and the fairness-aware beam search (β).
+group-coverage processor (α) and the fairness-aware beam search (β, and its
+meaning-level term W: document blocks embedded once per batch).
 
 See ``docs/fair_decoding.md`` for the objective and the knobs.
 """
@@ -42,9 +43,19 @@ def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> Batc
         hooks.processors.append(
             GroupCoverageProcessor(tables, config.fairness_strength, config.fairness_tau, start)
         )
-    if config.fair_beam > 0:
+    if config.fair_beam > 0 or config.fair_meaning > 0:
+        meaning = None
+        if config.fair_meaning > 0:
+            from evenhand.decoding.embeddings import load_encoder
+            from evenhand.decoding.meaning import MeaningCoverage
+
+            device = str(batch.input_ids.device)
+            meaning = MeaningCoverage.build(
+                batch.examples, tables, load_encoder(config.fair_meaning_encoder, device=device),
+                batch.tokenizer, config.fair_meaning, config.fair_meaning_every, config.fair_meaning_measure,
+            )
         hooks.generate_kwargs.update(
             custom_generate=fair_beam_search,
-            fair_beam=FairBeamSettings(tables, config.fair_beam, config.fairness_tau),
+            fair_beam=FairBeamSettings(tables, config.fair_beam, config.fairness_tau, meaning=meaning),
         )
     return hooks

@@ -35,9 +35,9 @@ class GenerateConfig(FairnessSettings, AbstractivenessSettings, PromptSettings, 
     def __post_init__(self) -> None:
         for part in PARTS.values():
             part.check(self)
-        if self.fair_beam > 0 and (self.num_beams < 2 or self.do_sample):
+        if self.beam_search and (self.num_beams < 2 or self.do_sample):
             raise ValueError(
-                "`fair_beam` is a beam search: set `num_beams` >= 2 and `do_sample=False`, "
+                "`fair_beam` is a beam search (so is `fair_meaning`): set `num_beams` >= 2 and `do_sample=False`, "
                 "or use `fairness_strength` alone"
             )
 

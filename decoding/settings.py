@@ -230,7 +230,8 @@ class AbstractivenessSettings:
 
 @dataclass
 class FairnessSettings:
-    """Fairness-aware decoding: group-coverage bonus (α) and fair beam search (β)."""
+    """Fairness-aware decoding: group-coverage bonus (α), fair beam search (β) and its
+    meaning-level coverage term (W, ``decoding/meaning.py``)."""
 
     fairness: str | dict[str, float] | None = field(
         default=None,
@@ -251,6 +252,20 @@ class FairnessSettings:
         default=0.8,
         metadata={"help": "τ: a group is under-represented below τ × its target share."},
     )
+    fair_meaning: float = field(
+        default=0.0,
+        metadata={"help": "W: weight of meaning-level group coverage (embedding Equal Coverage of the "
+                  "partial summary) in fair beam search, plus a final rerank by Equal Coverage (0 = off)."},
+    )
+    fair_meaning_every: int = field(
+        default=8, metadata={"help": "Generated tokens between meaning-level coverage checks."},
+    )
+    fair_meaning_measure: str = field(
+        default="ec", metadata={"help": "Meaning penalty: 'ec' (Equal Coverage), 'uer' (embedding UER) or 'both'."},
+    )
+    fair_meaning_encoder: str = field(
+        default="minilm", metadata={"help": "Sentence encoder of the meaning term: 'minilm' (embedded) or a folder/HF id."},
+    )
 
     def __post_init__(self) -> None:
         FairnessSettings.check(self)
@@ -260,18 +275,27 @@ class FairnessSettings:
         from evenhand.decoding.group_vocab import parse_fairness
 
         self.fairness = parse_fairness(self.fairness)
-        for name in ("fairness_strength", "fair_beam"):
+        for name in ("fairness_strength", "fair_beam", "fair_meaning"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
         if not 0 <= self.fairness_tau <= 1:
             raise ValueError(f"`fairness_tau` must be a float in [0, 1], got {self.fairness_tau!r}")
-        if self.fairness is None and (self.fairness_strength > 0 or self.fair_beam > 0):
+        if not isinstance(self.fair_meaning_every, int) or self.fair_meaning_every < 1:
+            raise ValueError(f"`fair_meaning_every` must be a positive int, got {self.fair_meaning_every!r}")
+        if self.fair_meaning_measure not in ("ec", "uer", "both"):
             raise ValueError(
-                "`fairness_strength`/`fair_beam` need a target: set `fairness` to 'ratio', "
-                "'equal' or shares per group"
+                f"`fair_meaning_measure` must be 'ec', 'uer' or 'both', got {self.fair_meaning_measure!r}"
             )
-        if self.fairness is not None and self.fairness_strength == 0 and self.fair_beam == 0:
+        if not isinstance(self.fair_meaning_encoder, str) or not self.fair_meaning_encoder.strip():
+            raise ValueError("`fair_meaning_encoder` must be 'minilm' or an encoder folder/HF id")
+        if self.fairness is None and (self.fairness_strength > 0 or self.fair_beam > 0 or self.fair_meaning > 0):
+            raise ValueError(
+                "`fairness_strength`/`fair_beam`/`fair_meaning` need a target: set `fairness` to "
+                "'ratio', 'equal' or shares per group"
+            )
+        if self.fairness is not None and self.fairness_strength == 0 and self.fair_beam == 0 \
+                and self.fair_meaning == 0:
             import warnings
 
             warnings.warn(
@@ -281,8 +305,15 @@ class FairnessSettings:
 
     @property
     def active(self) -> bool:
-        """Whether fairness-aware decoding is on (a target and a positive α or β)."""
-        return self.fairness is not None and (self.fairness_strength > 0 or self.fair_beam > 0)
+        """Whether fairness-aware decoding is on (a target and a positive α, β or W)."""
+        return self.fairness is not None and (
+            self.fairness_strength > 0 or self.fair_beam > 0 or self.fair_meaning > 0
+        )
+
+    @property
+    def beam_search(self) -> bool:
+        """Whether fair beam search runs (β > 0 or W > 0)."""
+        return self.fair_beam > 0 or self.fair_meaning > 0
 
     def builders(self) -> list[ProcessorBuilder]:
         """The group-coverage processor and fair beam search (``fair_decoding.fairness_hooks``)."""

@@ -14,8 +14,11 @@ Per sample, with one value v per group (the social attribute's values):
     token adds 1 to every value whose documents contain it (lemmatized and
     Porter-stemmed on both sides), or
   - similarity (:func:`similarity_target`): softmax(score(text_v, summary)/T)
-    for a score callable (embedding similarity, LM log-likelihood). The code
-    uses T = 2 (default), the paper T = 0.1;
+    for a score callable: BERTScore precision (:func:`greedy_precision`,
+    ``fairsumm-bertscore``) or BARTScore log-likelihood (``fairsumm-bartscore``).
+    The code uses T = 2 (default), the paper T = 0.1. In every variant the
+    *source* distribution stays the N-gram one (the authors' ``eval.py``);
+    only the target is replaced;
 * long-tail cutoff c: keep values by descending source share until the
   cumulative share reaches c (at least one), renormalize s and t over them
   (t uniform when the summary hits none of them);
@@ -329,3 +332,48 @@ def similarity_target(
     out = dict.fromkeys(group_texts, 0.0)
     out.update({g: float(p) for g, p in zip(groups, probs)})
     return out
+
+
+def greedy_precision(candidate: Any, reference: Any, weights: Any = None) -> float:
+    """BERTScore precision (Zhang et al. 2020): mean over candidate tokens of the best cosine
+    with a reference token.
+
+    Args:
+        candidate: (n, h) token embeddings of the candidate (the summary), its special
+            tokens already dropped (bert_score gives them idf weight 0).
+        reference: (m, h) token embeddings of the reference (a value's text); bert_score
+            keeps the reference's special tokens as match candidates, so they belong here.
+        weights: optional (n,) idf weights of the candidate tokens (bert_score's ``idf=False``
+            = all ones, the FairSumm setting).
+
+    Rows need not be unit-norm (they are normalized here); numpy arrays or torch tensors.
+
+    >>> greedy_precision(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 1.0]]))
+    0.8535533905932737
+    """
+    c = np.asarray(candidate, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    if c.ndim != 2 or r.ndim != 2 or c.shape[1] != r.shape[1] or not len(c) or not len(r):
+        raise ValueError(
+            f"`candidate` and `reference` must be non-empty (tokens, hidden) matrices of one "
+            f"hidden size, got shapes {c.shape} and {r.shape}"
+        )
+    c = c / np.linalg.norm(c, axis=1, keepdims=True).clip(min=1e-12)
+    r = r / np.linalg.norm(r, axis=1, keepdims=True).clip(min=1e-12)
+    best = (c @ r.T).max(axis=1)
+    w = np.ones(len(c)) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (len(c),) or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"`weights` must be {len(c)} non-negative weights with a positive sum")
+    return float((best * w).sum() / w.sum())
+
+
+def rescale(score: float, baseline: float | None) -> float:
+    """bert_score's ``rescale_with_baseline``: (P − b) / (1 − b); ``None`` leaves P as it is.
+
+    Affine, so it changes softmax(P/T) as a temperature would: T(1 − b) on raw P.
+    """
+    if baseline is None:
+        return score
+    if not baseline < 1:
+        raise ValueError(f"`baseline` must be a float below 1, got {baseline!r}")
+    return (score - baseline) / (1 - baseline)

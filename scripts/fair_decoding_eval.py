@@ -4,11 +4,10 @@ For each data set (amazon, yelp: the first ``--n`` examples with at least two
 groups) and each setting, writes the summaries to ``OUT/<data>_<setting>.jsonl``
 as they come (rows already there are reused on a rerun), then scores them:
 
-* FairSumm BUR and UER (τ = 0.8, cutoff 1, reference "ratio") with the N-gram
-  target and with an embedding target (softmax over groups of the MiniLM cosine
-  between the group's documents and the summary, T = 0.1, the paper's value);
-* Equal Coverage with p(d, s) = max(0, cos(MiniLM(d), MiniLM(s))) per document d
-  and summary sentence s (the fallback backend's formula);
+* the registered metrics (no private copies): FairSumm BUR and UER (``fairsumm``:
+  N-gram target; ``fairsumm-bertscore``: BERTScore-precision target on the embedded
+  MiniLM, at the code's T = 2 and the paper's T = 0.1); Equal Coverage
+  (``equal-coverage`` with the MiniLM fallback backend: blocks x summary sentences);
 * MINT against the source, ROUGE-L F1 (stemmed, best of the references, ×100);
 * wall time per summary, and its ratio to plain beam search on the same data.
 
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -36,9 +34,12 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "beta1": {"fairness": "ratio", "fair_beam": 1.0},
     "beta3": {"fairness": "ratio", "fair_beam": 3.0},
     "alpha3-beta1": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0},
+    "meaning3": {"fairness": "ratio", "fair_meaning": 3.0},
+    "meaning10": {"fairness": "ratio", "fair_meaning": 10.0},
+    "alpha3-beta1-meaning3": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0, "fair_meaning": 3.0},
+    "alpha3-beta1-meaning10": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0, "fair_meaning": 10.0},
 }
 DATA = {"amazon": "amazon_gold.json", "yelp": "yelp_gold.json"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def eligible(examples: list[Any], n: int, skip: int = 0) -> list[Any]:
@@ -76,64 +77,61 @@ def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, 
     return [r["summary"] for r in chosen], sum(r["seconds"] for r in chosen) / len(chosen)
 
 
-class MiniLM:
-    """Unit-norm mean-pooled all-MiniLM-L6-v2 embeddings (the alignment fallback's), cached per text."""
-
-    def __init__(self) -> None:
-        from evenhand.rerank.alignment import load_backend
-
-        self.backend = load_backend("fallback", device="cpu")
-        self.cache: dict[str, Any] = {}
-
-    def __call__(self, texts: list[str]) -> Any:
-        import torch
-
-        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if todo:
-            self.cache.update(zip(todo, self.backend.embed(todo, batch_size=32)))
-        return torch.stack([self.cache[t] for t in texts])
+#: Per-example columns: name -> (registered metric, its options, the record field).
+COLUMNS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "uer_ngram": ("fairsumm", {}, "fairsumm_uer"),
+    "unfair_ngram": ("fairsumm", {}, "fairsumm_unfair"),
+    "uer_bert": ("fairsumm-bertscore", {}, "fairsumm_bertscore_uer"),
+    "unfair_bert": ("fairsumm-bertscore", {}, "fairsumm_bertscore_unfair"),
+    "uer_bert_t01": ("fairsumm-bertscore", {"temperature": 0.1}, "fairsumm_bertscore_uer"),
+    "unfair_bert_t01": ("fairsumm-bertscore", {"temperature": 0.1}, "fairsumm_bertscore_unfair"),
+    "ec": ("equal-coverage", {"model": "fallback"}, "ec"),
+}
 
 
-def score(examples: list[Any], summaries: list[str], embed: MiniLM) -> dict[str, float]:
-    """Corpus metrics of one setting (module docstring)."""
+class Metrics:
+    """The registered metrics behind :data:`COLUMNS` (built once; MiniLM loaded once)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        from evenhand.evaluation.registry import get_scorer
+
+        self.scorers: dict[str, Any] = {}
+        for name, options, _ in COLUMNS.values():
+            key = f"{name}|{sorted(options.items())}"
+            if key not in self.scorers:
+                extra = {} if name == "fairsumm" else {"device": device}
+                self.scorers[key] = get_scorer(name, progress=False, **options, **extra)
+
+    def rows(self, examples: list[Any], summaries: list[str]) -> list[dict[str, float]]:
+        """Per example: the COLUMNS (EC NaN when undefined), MINT and ROUGE-L (best gold, x100)."""
+        from evenhand.evaluation.mint import mint
+        from rouge_score import rouge_scorer
+
+        details = {key: scorer.score_details(examples, summaries) for key, scorer in self.scorers.items()}
+        rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+        out = []
+        for i, (ex, summary) in enumerate(zip(examples, summaries)):
+            row: dict[str, float] = {}
+            for column, (name, options, field) in COLUMNS.items():
+                value = details[f"{name}|{sorted(options.items())}"][i].get(field)
+                row[column] = float("nan") if value is None else float(value)
+            row["mint"] = mint(ex.source_text(" "), summary).mint
+            row["rougeL"] = 100 * max(rouge.score(r, summary)["rougeL"].fmeasure for r in ex.references)
+            row["words"] = float(len(summary.split()))
+            out.append(row)
+        return out
+
+
+def score(examples: list[Any], summaries: list[str], metrics: Metrics) -> dict[str, float]:
+    """Corpus metrics of one setting: means of the per-example rows (UER = FairSumm's corpus UER,
+    mean of `unfair` = BUR), EC over the summaries where it is defined."""
     import numpy as np
-    from evenhand.evaluation.coverage import equal_coverage
-    from evenhand.evaluation.fairsumm import (
-        corpus_fairness,
-        ngram_target_counts,
-        sample_fairness,
-        similarity_target,
-        source_counts,
-    )
-    from evenhand.evaluation.mint import mint
-    from rouge_score import rouge_scorer
 
-    rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    ngram, emb, ecs, mints, rls = [], [], [], [], []
-    for ex, summary in zip(examples, summaries):
-        texts = ex.group_texts()
-        src = source_counts(texts)
-        ngram.append(sample_fairness(src, ngram_target_counts(texts, summary)))
-        groups = [g for g, t in texts.items() if t]
-        vecs = embed([texts[g] for g in groups] + [summary])
-        sims = {g: float(vecs[i] @ vecs[-1]) for i, g in enumerate(groups)}
-        emb.append(sample_fairness(src, similarity_target(texts, summary, sims, temperature=0.1)))
-        sentences = [s for s in _SENTENCE.split(summary.strip()) if s.strip()]
-        if sentences:
-            d = embed(ex.texts)
-            s = embed(sentences)
-            p = (s @ d.T).clamp(0, 1).numpy()
-            if p.sum() > 0:
-                ecs.append(equal_coverage(p, [str(doc.group) for doc in ex.documents]).ec)
-        mints.append(mint(ex.source_text(" "), summary).mint)
-        rls.append(max(rouge.score(r, summary)["rougeL"].fmeasure for r in ex.references))
-    ng, em = corpus_fairness(ngram), corpus_fairness(emb)
-    return {
-        "bur_ngram": ng.bur, "uer_ngram": ng.uer, "bur_emb": em.bur, "uer_emb": em.uer,
-        "ec": float(np.mean(ecs)) if ecs else float("nan"), "mint": float(np.mean(mints)),
-        "rougeL": 100 * float(np.mean(rls)),
-        "words": float(np.mean([len(s.split()) for s in summaries])),
-    }
+    rows = metrics.rows(examples, summaries)
+    out = {k: float(np.nanmean([r[k] for r in rows])) for k in rows[0]}
+    for kind in ("ngram", "bert", "bert_t01"):
+        out[f"bur_{kind}"] = out.pop(f"unfair_{kind}")
+    return out
 
 
 def write_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
@@ -175,7 +173,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model, tok = load_generator(device="cpu")
-    embed = MiniLM()
+    metrics = Metrics()
     results: dict[str, dict[str, Any]] = {}
     for name in split_list(args.datasets, "--datasets"):
         examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
@@ -184,7 +182,7 @@ def main() -> None:
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
                 args.batch_size, args.max_new_tokens, args.response_prefix,
             )
-            row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, embed)}
+            row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, metrics)}
             row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0
             results[f"{name}/{setting}"] = row
             (out / "metrics.json").write_text(json.dumps(results, indent=1))

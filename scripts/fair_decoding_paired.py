@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-METRICS = ("uer_ngram", "uer_emb", "ec", "rougeL")  # lower, lower, lower, higher is better
+METRICS = ("uer_ngram", "uer_bert", "uer_bert_t01", "ec", "rougeL")  # lower is better but ROUGE-L
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     from evenhand.evaluation.bootstrap import percentile_interval
     from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples
-    from fair_decoding_eval import DATA, MiniLM, score
+    from fair_decoding_eval import DATA, Metrics
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}
@@ -42,9 +42,11 @@ def main() -> None:
     rows = {s: {r["id"]: r["summary"] for r in map(json.loads, (out / f"{args.data}_{s}.jsonl").open())}
             for s in settings}
     ids = [i for i in rows[args.baseline] if all(i in rows[s] for s in settings)]
-    embed = MiniLM()
-    per = {s: {m: np.array([score([by_id[i]], [rows[s][i]], embed)[m] for i in ids]) for m in METRICS}
-           for s in settings}
+    metrics = Metrics()
+    per = {}
+    for s in settings:  # the registered metrics, per example
+        scored = metrics.rows([by_id[i] for i in ids], [rows[s][i] for i in ids])
+        per[s] = {m: np.array([r[m] for r in scored]) for m in METRICS}
     with (out / f"paired_{args.data}.jsonl").open("w") as f:
         for k, i in enumerate(ids):
             f.write(json.dumps({"id": i, **{f"{s}/{m}": float(per[s][m][k]) for s in settings for m in METRICS}}) + "\n")

@@ -24,7 +24,7 @@ def test_the_flat_fields_are_the_parts_fields_in_order():
     flat = [f.name for f in dataclasses.fields(GenerateConfig)]
     parts = [f.name for p in (DecodingSettings, PromptSettings, AbstractivenessSettings, FairnessSettings)
              for f in dataclasses.fields(p)]
-    assert flat == parts and len(flat) == 22
+    assert flat == parts and len(flat) == 26
     config = GenerateConfig(num_beams=1, abstractiveness=2.0, prompt_kind="reviews")
     got = config.parts()
     assert got["decoding"] == DecodingSettings(num_beams=1)

@@ -127,3 +127,40 @@ def test_report_cli_and_empty_results(results: Path, tmp_path: Path) -> None:
     ResultStore(empty).close()
     with pytest.raises(ValueError, match="no rows"):
         build_report(empty, tmp_path / "e")
+
+
+def test_fairness_plot_keeps_the_unconstrained_cell_and_f50_says_extrapolated(tmp_path: Path) -> None:
+    """A `fairness: null` baseline is the α = 0 point of the α line; F@50 outside the cells'
+    MINT range is marked extrapolated and the y axis stays on the data."""
+    from PIL import Image
+
+    from evenhand.sweep.report import build_report
+
+    path = tmp_path / "results.sqlite"
+    store = ResultStore(path)
+    store.set_meta("name", "unit")
+    cells, rows = [], []
+    for alpha, unfair in ((None, 0.6), (1.0, 0.4), (3.0, 0.2)):
+        settings = {"fairness": "ratio", "fairness_strength": alpha} if alpha else {"fairness": None}
+        cell = Cell(settings, f"a={alpha}")
+        cells.append(cell)
+        rows += _rows(cell, "reviews", 0.4, None, fairsumm_unfair=unfair, fairsumm_uer=unfair / 10)
+    for h, mint in ((4, 0.08), (2, 0.1), (1, 0.12)):
+        # steep line F = 0.2 + 4 * MINT over MINT 0.08..0.12: F@50 = 2.2 lies outside [0, 1]
+        cell = Cell({"abstractiveness": h}, f"h={h}")
+        cells.append(cell)
+        rows += _rows(cell, "news", mint, 0.2 + 4 * mint)
+    store.add_cells(cells)
+    store.write(rows)
+    store.close()
+    out = tmp_path / "report"
+    build_report(path, out, n_bootstrap=10)
+    fairness = _csv(out / "reviews_fairness_fairness_strength.csv")
+    bur = {float(r["fairness_strength"]): float(r["value"]) for r in fairness if r["measure"].startswith("BUR")}
+    assert bur == {0.0: 0.6, 1.0: 0.4, 3.0: 0.2}
+    assert {r["others"] for r in fairness if r["cell"] == "a=None"} == {"baseline"}
+    tradeoff = _csv(out / "news_tradeoff.csv")
+    assert {r["F@50_extrapolated"] for r in tradeoff} == {"True"}
+    assert float(tradeoff[0]["F@50"]) == pytest.approx(2.2)
+    assert "F@50 is extrapolated" in (out / "index.html").read_text(encoding="utf-8")
+    assert Image.open(out / "news_tradeoff.png").size[0] > 0

@@ -29,59 +29,99 @@ def _group_profile(
     return group_profile(dict(groups))
 
 
-def fairsumm_row(example: Example, summary: str) -> Row:
-    """The ``fairsumm`` columns of one summary, plus ``_fairsumm`` (its SampleFairness) for the corpus."""
-    from evenhand.evaluation.fairsumm import auc, ngram_target, sample_fairness
-    from evenhand.evaluation.text import fairsumm_tokens
-
+def check_groups(example: Example, metric: str = "fairsumm") -> dict[str, str]:
+    """The example's per-value texts (documents joined by a space); DataError without two groups."""
     missing = [i for i, d in enumerate(example.documents) if d.group is None]
     if missing:
         raise DataError(
             f"example {example.id!r}: documents {missing[:5]} have no `group`; "
-            "fairsumm needs a group label on every document"
+            f"{metric} needs a group label on every document"
         )
     groups = example.group_texts(" ")
     if len(groups) < 2:
         raise DataError(
-            f"example {example.id!r}: fairsumm needs at least two groups (attribute values), "
+            f"example {example.id!r}: {metric} needs at least two groups (attribute values), "
             f"got {list(groups)}; give `group_values` or documents from two groups"
         )
+    return groups
+
+
+def source_profile(example: Example, metric: str = "fairsumm") -> tuple[dict[str, int], dict[str, frozenset]]:
+    """Per value its N-gram source count and content-token set (cached); DataError on bad groups.
+
+    Every FairSumm variant (N-gram, BERTScore, BARTScore) keeps this source
+    distribution; only the target changes (the authors' ``metrics/eval.py``).
+    """
+    groups = check_groups(example, metric)
     counts, vocab = _group_profile(tuple(groups.items()))
     if sum(counts.values()) == 0:
-        raise DataError(f"example {example.id!r}: the documents have no content words for fairsumm")
-    target = ngram_target(vocab, fairsumm_tokens(summary))
+        raise DataError(f"example {example.id!r}: the documents have no content words for {metric}")
+    return counts, vocab
+
+
+def distribution_row(prefix: str, counts: dict[str, int], target: Any) -> Row:
+    """The columns of one summary from its source counts and target distribution.
+
+    ``<prefix>_uer``, ``_unfair``, ``_auc`` (over cutoffs), ``_groups`` (values with
+    source content), and ``_fairsumm``: the SampleFairness as a JSON-able dict for
+    the corpus aggregate (:func:`corpus_of`).
+    """
+    from evenhand.evaluation.fairsumm import auc, sample_fairness
+
     result = sample_fairness(counts, target)
     return {
-        "fairsumm_uer": result.uer,
-        "fairsumm_unfair": float(result.unfair),
-        "fairsumm_auc": auc(counts, target),
-        "fairsumm_groups": float(sum(c > 0 for c in counts.values())),
-        "_fairsumm": result,
+        f"{prefix}_uer": result.uer,
+        f"{prefix}_unfair": float(result.unfair),
+        f"{prefix}_auc": auc(counts, target),
+        f"{prefix}_groups": float(sum(c > 0 for c in counts.values())),
+        "_fairsumm": {"uer": result.uer, "unfair": result.unfair, "terms": dict(result.terms)},
     }
 
 
+def fairsumm_row(example: Example, summary: str) -> Row:
+    """The ``fairsumm`` columns of one summary, plus ``_fairsumm`` (its SampleFairness) for the corpus."""
+    from evenhand.evaluation.fairsumm import ngram_target
+    from evenhand.evaluation.text import fairsumm_tokens
+
+    counts, vocab = source_profile(example)
+    return distribution_row("fairsumm", counts, ngram_target(vocab, fairsumm_tokens(summary)))
+
+
+class ValueDistributionMetric:
+    """Columns and corpus statistics shared by the three FairSumm variants.
+
+    ``prefix`` names the columns (``fairsumm``, ``fairsumm_bertscore``...); rows
+    carry ``_fairsumm`` (see :func:`distribution_row`).
+    """
+
+    prefix: str = "fairsumm"
+
+    def score_of(self, row: Row) -> float:
+        """−UER (higher is fairer, 0 at best)."""
+        return 0.0 - row[f"{self.prefix}_uer"]
+
+    def aggregate(self, records: list[Row]) -> dict[str, float]:
+        """BUR, UER and SOF over the corpus, the mean AUC, and BUR over multi-group summaries."""
+        from evenhand.evaluation.fairsumm import SampleFairness, corpus_fairness
+
+        p = self.prefix
+        corpus = corpus_fairness([SampleFairness(**r["_fairsumm"]) for r in records])
+        multi = [r[f"{p}_unfair"] for r in records if r[f"{p}_groups"] >= 2]
+        return {
+            f"{p}_bur": corpus.bur,
+            f"{p}_uer": corpus.uer,
+            f"{p}_sof": corpus.sof,
+            f"{p}_auc": float(np.mean([r[f"{p}_auc"] for r in records])),
+            f"{p}_bur_multigroup": float(np.mean(multi)) if multi else 0.0,
+        }
+
+
 @register("fairsumm")
-class FairSumm(MetricScorer):
+class FairSumm(ValueDistributionMetric, MetricScorer):
     """FairSumm BUR/UER/SOF/AUC (Zhang et al. 2024); score: −UER (higher is fairer)."""
 
+    prefix = "fairsumm"
     detail_fields = ("fairsumm_uer", "fairsumm_unfair", "fairsumm_auc", "fairsumm_groups")
 
     def rows(self, examples: list[Example], summaries: list[str]) -> list[Row]:
         return [fairsumm_row(ex, s) for ex, s in zip(examples, summaries)]
-
-    def score_of(self, row: Row) -> float:
-        return 0.0 - row["fairsumm_uer"]
-
-    def aggregate(self, records: list[Row]) -> dict[str, float]:
-        """BUR, UER and SOF over the corpus, the mean AUC, and BUR over multi-group summaries."""
-        from evenhand.evaluation.fairsumm import corpus_fairness
-
-        corpus = corpus_fairness([r["_fairsumm"] for r in records])
-        multi = [r["fairsumm_unfair"] for r in records if r["fairsumm_groups"] >= 2]
-        return {
-            "fairsumm_bur": corpus.bur,
-            "fairsumm_uer": corpus.uer,
-            "fairsumm_sof": corpus.sof,
-            "fairsumm_auc": float(np.mean([r["fairsumm_auc"] for r in records])),
-            "fairsumm_bur_multigroup": float(np.mean(multi)) if multi else 0.0,
-        }

@@ -17,6 +17,7 @@ SCORER_FLAGS = (
     ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default)."),
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
+    ("--embed-model", "Encoder for fairsumm-bertscore: folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded, default)."),
     ("--score-cache", "Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables)."),
 )
 
@@ -29,7 +30,7 @@ def scorers_help(text: str) -> str:
 
 
 def add_scorer_options(parser: argparse.ArgumentParser) -> None:
-    """--judge-model, --align-model, --align-base, --lm-model, --score-cache, --scorer-batch-size."""
+    """--judge-model, --align-model, --align-base, --lm-model, --embed-model, --score-cache, --scorer-batch-size."""
     for flag, help_text in SCORER_FLAGS:
         parser.add_argument(flag, default=None, help=help_text)
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")

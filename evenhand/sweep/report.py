@@ -49,6 +49,8 @@ FAIRNESS_COLUMNS = {
 }
 #: Settings never used as a fairness x axis.
 NOT_AXES = ("candidates", "batch_size", "model", "scorers")
+#: Strength settings whose unset value means off (0): the unconstrained cell is their x = 0 point.
+OFF_AXES = ("fairness_strength", "fair_beam", "fair_meaning", "abstractiveness", "extractiveness")
 #: Preferred x axes, in this order, before other varying numeric settings.
 PREFERRED_AXES = ("fairness_strength", "temperature", "max_new_tokens", "fairness_tau")
 #: Metrics plotted against N.
@@ -175,6 +177,7 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
     fig, ax = plt.subplots(figsize=(7, 5))
     table = []
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    seen_y: list[float] = []
     for i, (family, cells) in enumerate(sorted(families.items())):
         color = colors[i % len(colors)]
         points = [(ds.mean(c, "mint"), ds.mean(c, "factuality"), c) for c in cells]
@@ -183,13 +186,20 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
             xs = [v["mint"] for v in ds.values[cell] if "mint" in v and "factuality" in v]
             ys = [v["factuality"] for v in ds.values[cell] if "mint" in v and "factuality" in v]
             ax.scatter(xs, ys, s=8, alpha=0.25, color=color)
-        f50 = float("nan")
+            seen_y += [y for y in ys if math.isfinite(y)]
+        seen_y += [p[1] for p in points]
+        f50, extrapolated = float("nan"), False
         if len({round(p[0], 12) for p in points}) >= 2:
             f50 = factuality_at([p[0] for p in points], [p[1] for p in points], at=0.5)
             slope, intercept = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)
-            grid = np.linspace(0, 1, 50)
+            lo, hi = min(p[0] for p in points), max(p[0] for p in points)
+            extrapolated = not lo <= 0.5 <= hi
+            grid = np.linspace(lo, hi, 50)
             ax.plot(grid, intercept + slope * grid, color=color, lw=1.2)
-        label = f"{family}: F@50={_fmt(f50) or 'n/a'}"
+            if extrapolated:  # dashed from the data's MINT range to MINT 0.5
+                reach = np.linspace(min(lo, 0.5), max(hi, 0.5), 50)
+                ax.plot(reach, intercept + slope * reach, color=color, lw=1, ls="--")
+        label = f"{family}: F@50={_fmt(f50) or 'n/a'}" + (" (extrapolated)" if extrapolated else "")
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=50, color=color,
                    edgecolor="black", label=label, zorder=3)
         for x, y, cell in points:
@@ -197,8 +207,18 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
             ax.annotate(name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
             table.append({
                 "dataset": ds.name, "system": family, "cell": name, "mint": x, "factuality": y,
-                "mF": mint_adjusted_factuality(y, x), "F@50": f50, "rows": len(ds.by_cell[cell]),
+                "mF": mint_adjusted_factuality(y, x), "F@50": f50,
+                "F@50_extrapolated": extrapolated, "rows": len(ds.by_cell[cell]),
             })
+    far = sorted({r["system"] for r in table if r["F@50_extrapolated"]})
+    if far:
+        section.text.append(
+            "F@50 is extrapolated (MINT 0.5 lies outside the cells' MINT range) for: " + "; ".join(far)
+        )
+    if seen_y:  # keep the axes on the data: an extrapolated trend line may leave the scorer's range
+        lo, hi = min(seen_y), max(seen_y)
+        pad = 0.1 * (hi - lo) or 0.05
+        ax.set_ylim(lo - pad, hi + pad)
     ax.axvline(0.5, color="grey", ls=":", lw=1)
     ax.set_xlim(0, 1)
     ax.set_xlabel("MINT abstractiveness (mean per cell; dots: summaries)")
@@ -224,6 +244,14 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _baseline_for(ds: _Dataset, line: str, baselines: list[str], axis: str) -> str | None:
+    """The unconstrained cell a line starts from: the one with the line's other settings, or the only one."""
+    same = [c for c in baselines if _label(ds.settings(c), (axis,), ds.varying) == line]
+    if same:
+        return same[0]
+    return baselines[0] if len(baselines) == 1 else None
+
+
 def _fairness(ds: _Dataset, out: Path) -> list[Section]:
     columns = [c for c in FAIRNESS_COLUMNS if ds.has(c)]
     if not columns:
@@ -245,6 +273,7 @@ def _fairness(ds: _Dataset, out: Path) -> list[Section]:
     for axis in axes:
         section = Section(f"Fairness against {axis}")
         lines: dict[str, list[str]] = defaultdict(list)
+        baselines = [c for c in ds.cells if ds.settings(c).get(axis) is None]
         for cell in ds.cells:
             if _numeric(ds.settings(cell).get(axis)):
                 lines[_label(ds.settings(cell), (axis,), ds.varying)].append(cell)
@@ -255,12 +284,25 @@ def _fairness(ds: _Dataset, out: Path) -> list[Section]:
                 cells = sorted(cells, key=lambda c: ds.settings(c)[axis])
                 xs = [ds.settings(c)[axis] for c in cells]
                 ys = [ds.mean(c, column) for c in cells]
+                start = _baseline_for(ds, line, baselines, axis) if axis in OFF_AXES and 0 not in xs else None
+                if start is not None:  # the unconstrained cell is this line's α = 0 point
+                    ax.plot([0, xs[0]], [ds.mean(start, column), ys[0]], ls="--", color="grey", lw=1)
                 ax.plot(xs, ys, marker="o", label=line)
                 for c, x, y in zip(cells, xs, ys):
                     table.append({"dataset": ds.name, "measure": FAIRNESS_COLUMNS[column], axis: x,
                                   "others": line, "cell": ds.cells[c][0], "value": y,
                                   "rows": len(ds.by_cell[c])})
-            ax.set_xlabel(axis)
+            for c in baselines:
+                y = ds.mean(c, column)
+                name = f"{ds.cells[c][0]} ({axis} unset)"
+                if axis in OFF_AXES:
+                    ax.scatter([0], [y], marker="*", s=120, color="black", zorder=3, label=name)
+                else:
+                    ax.axhline(y, color="black", ls=":", lw=1, label=name)
+                table.append({"dataset": ds.name, "measure": FAIRNESS_COLUMNS[column],
+                              axis: 0 if axis in OFF_AXES else None, "others": "baseline",
+                              "cell": ds.cells[c][0], "value": y, "rows": len(ds.by_cell[c])})
+            ax.set_xlabel(axis + (" (unset = 0: off)" if axis in OFF_AXES and baselines else ""))
             ax.set_ylabel(FAIRNESS_COLUMNS[column] + " (lower is fairer)")
         subplots[0][0].legend(fontsize=6, loc="best")
         fig.suptitle(f"{ds.name}: fairness against {axis}")

@@ -1,0 +1,228 @@
+"""``fairsumm-bertscore`` and ``fairsumm-bartscore``: FairSumm's model-based value distributions.
+
+FairSumm (Zhang et al. 2024, psunlpgroup/FairSumm ``metrics/eval.py``) measures
+fairness with three target distributions; ``fairsumm`` (evaluation/) is the
+N-gram one. In all three the *source* distribution s is the N-gram one (content
+tokens per value); only the *target* t changes, then the cutoff, UER, the unfair
+test (τ = 0.8), AUC and the corpus BUR/UER/SOF are exactly ``fairsumm``'s
+(:class:`evenhand.evaluation.scorers.fairsumm.ValueDistributionMetric`).
+
+``fairsumm-bertscore`` (``metrics/score/bert.py``, method ``summary_combine``):
+for each value v, P_v = BERTScore *precision* with the summary as candidate and
+v's text (its documents joined by " || ") as reference: mean over the summary's
+tokens (special tokens dropped) of the best cosine with a token of v's text
+(special tokens kept, as bert_score does), hidden states of ``layer``; then
+t = softmax(P / T) over values. The code uses ``BERTScorer(lang='en',
+rescale_with_baseline=True)`` = roberta-large, layer 17, P rescaled as
+(P − b)/(1 − b) with bert_score's baseline b: pass ``encoder=roberta-large``
+(a local folder) and ``baseline=b`` to match it. The offline default is the
+embedded MiniLM (``minilm-fallback``), last layer, raw cosine precision, no
+rescale (bert_score has no baseline for it) — named so in every row.
+``method="sentence"`` is the code's per-sentence variant: one softmax per
+summary sentence, averaged.
+
+``fairsumm-bartscore`` (``metrics/score/bart.py``): for each value v, the score
+is BARTScore(v's text → summary) = mean token log p(summary | v's text), then
+t = softmax(scores / T). The code uses facebook/bart-large-cnn; the default
+here is the embedded SmolLM2 (``smollm2-135m-instruct``, a causal chat LM read
+through ``lm-likelihood``'s prompt: v's documents, the instruction, then the
+summary); any seq2seq LM (``model=facebook/bart-large-cnn``) reads v's
+documents in its encoder exactly as BARTScore does. Differences from the code:
+v's documents are separated by blank lines, not " || "; the summary's end token
+is not scored; a v text longer than ``max_source_tokens`` is chunked
+(AlignScore) instead of truncated at 1024 tokens.
+
+T: the code's 2 (default) or the paper's 0.1 (``temperature``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evenhand.evaluation.fairsumm import DEFAULT_TEMPERATURE
+from evenhand.evaluation.registry import register
+from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.scorer import Scorer, ScorerConfig
+from evenhand.evaluation.scorers.fairsumm import (
+    ValueDistributionMetric,
+    distribution_row,
+    source_profile,
+)
+from evenhand.rerank.scorers.lm_likelihood import LmConfig, LmScorer
+
+#: How the authors' data joins one value's documents into its text.
+VALUE_SEPARATOR = " || "
+
+
+def _check_temperature(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"`temperature` must be a non-negative float (code 2, paper 0.1), got {value!r}")
+
+
+def value_texts(example: Example, metric: str) -> tuple[dict[str, int], dict[str, str]]:
+    """(N-gram source counts, per value its documents joined by " || ") of one example."""
+    counts, _ = source_profile(example, metric)
+    return counts, example.group_texts(VALUE_SEPARATOR)
+
+
+class _ModelMetric(ValueDistributionMetric):
+    """Records are JSON-able (the score cache keeps them); columns are ``detail_fields``."""
+
+    detail_fields: tuple[str, ...]
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {k: record[k] for k in self.detail_fields}
+
+
+@dataclass
+class BertScoreConfig(ScorerConfig):
+    """Settings of ``fairsumm-bertscore`` (see the module docstring)."""
+
+    encoder: str = field(default="minilm", metadata={"help": "Encoder folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded fallback)."})
+    layer: int | None = field(default=None, metadata={"help": "Hidden layer (None: bert_score's default, 17 for roberta-large; MiniLM: last)."})
+    baseline: float | None = field(default=None, metadata={"help": "bert_score precision baseline b for rescaling (P-b)/(1-b) (None: raw P)."})
+    temperature: float = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Softmax temperature T (code 2, paper 0.1)."})
+    method: str = field(default="summary", metadata={"help": "'summary' (code default summary_combine) or 'sentence' (softmax per summary sentence, averaged)."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens per text (None: the encoder's positions, 512 for roberta/MiniLM)."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+    target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: fairness compares values)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_temperature(self.temperature)
+        if self.method not in ("summary", "sentence"):
+            raise ValueError(f"`method` must be 'summary' or 'sentence', got {self.method!r}")
+        if self.baseline is not None and not self.baseline < 1:
+            raise ValueError(f"`baseline` must be a float below 1 or None, got {self.baseline!r}")
+        if not isinstance(self.encoder, str) or not self.encoder.strip():
+            raise ValueError(f"`encoder` must be 'minilm' or an encoder folder/HF id, got {self.encoder!r}")
+
+
+@register("fairsumm-bertscore")
+class FairSummBertScore(_ModelMetric, Scorer):
+    """FairSumm with the BERTScore target (−UER; higher is fairer)."""
+
+    Config = BertScoreConfig
+    prefix = "fairsumm_bertscore"
+    detail_fields = (
+        "fairsumm_bertscore_uer", "fairsumm_bertscore_unfair", "fairsumm_bertscore_auc",
+        "fairsumm_bertscore_groups", "fairsumm_bertscore_backend",
+    )
+    cli_options = {"embed_model": "encoder", "device": "device"}
+
+    def __init__(self, config: BertScoreConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._encoder: Any = None
+
+    @property
+    def encoder(self) -> Any:
+        """The ``TextEncoder``, loaded on first use."""
+        if self._encoder is None:
+            from evenhand.decoding.embeddings import load_encoder
+
+            c = self.config
+            self._encoder = load_encoder(c.encoder, c.layer, c.device, c.max_length)
+        return self._encoder
+
+    @property
+    def model_id(self) -> str:
+        from evenhand.decoding.embeddings import MINILM_ALIASES, MINILM_NAME
+
+        c = self.config
+        name = MINILM_NAME if c.encoder in MINILM_ALIASES else c.encoder
+        return f"{name}|layer={c.layer}|" + ("raw" if c.baseline is None else f"rescaled:{c.baseline}")
+
+    def precisions(self, candidates: list[str], references: list[str]) -> list[list[float]]:
+        """BERTScore precision (rescaled when ``baseline`` is set) of every candidate against every
+        reference; each text is encoded once."""
+        from evenhand.evaluation.fairsumm import greedy_precision, rescale
+
+        unique = list(dict.fromkeys([*candidates, *references]))
+        states = dict(zip(unique, self.encoder.token_states(unique, self.config.batch_size)))
+        out = []
+        for cand in candidates:
+            h, special = states[cand]
+            content = h[~special]
+            row = [
+                rescale(greedy_precision(content.numpy(), states[ref][0].numpy()), self.config.baseline)
+                if len(content) else 0.0
+                for ref in references
+            ]
+            out.append(row)
+        return out
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        from evenhand.evaluation.fairsumm import similarity_target
+        from evenhand.rerank.text import split_sentences
+
+        results = []
+        for example, summary in zip(sources, outputs):
+            counts, texts = value_texts(example, self.name)
+            values = [v for v, t in texts.items() if t]
+            units = [summary] if self.config.method == "summary" else (split_sentences(summary) or [summary])
+            grid = self.precisions(units, [texts[v] for v in values])
+            targets = [
+                similarity_target(texts, unit, dict(zip(values, row)), self.config.temperature)
+                for unit, row in zip(units, grid)
+            ]
+            target = {v: sum(t[v] for t in targets) / len(targets) for v in texts}
+            row = distribution_row(self.prefix, counts, target)
+            row.update(score=-row[f"{self.prefix}_uer"], fairsumm_bertscore_backend=self.model_id)
+            results.append(row)
+        return results
+
+
+@dataclass
+class BartScoreConfig(LmConfig):
+    """Settings of ``fairsumm-bartscore``: ``lm-likelihood``'s, plus the temperature."""
+
+    temperature: float = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Softmax temperature T (code 2, paper 0.1)."})
+    target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: fairness compares values)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_temperature(self.temperature)
+
+
+@register("fairsumm-bartscore")
+class FairSummBartScore(_ModelMetric, LmScorer):
+    """FairSumm with the BARTScore target: softmax over values of mean log p(summary | value) / T."""
+
+    Config = BartScoreConfig
+    prefix = "fairsumm_bartscore"
+    detail_fields = (
+        "fairsumm_bartscore_uer", "fairsumm_bartscore_unfair", "fairsumm_bartscore_auc",
+        "fairsumm_bartscore_groups", "fairsumm_bartscore_backend",
+    )
+
+    def value_scores(self, sources: list[Example], outputs: list[str]) -> list[dict[str, float]]:
+        """Per output, per value with documents: mean token log p(summary | that value's documents).
+
+        All (value, summary) pairs of the batch go to one ``conditional`` call, so
+        each value's prompt runs once for every summary of its example.
+        """
+        pairs: list[tuple[int, str, Example]] = []
+        for i, ex in enumerate(sources):
+            source_profile(ex, self.name)
+            for value in ex.groups:
+                docs = [Document(d.text, d.group) for d in ex.documents if d.group == value]
+                if docs:
+                    pairs.append((i, value, Example(id=f"{ex.id}:{value}", documents=docs)))
+        means = self.conditional([p[2] for p in pairs], [outputs[p[0]] for p in pairs])
+        out: list[dict[str, float]] = [{} for _ in outputs]
+        for (i, value, _), mean in zip(pairs, means):
+            out[i][value] = mean.mean
+        return out
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        from evenhand.evaluation.fairsumm import similarity_target
+
+        results = []
+        for example, summary, scores in zip(sources, outputs, self.value_scores(sources, outputs)):
+            counts, texts = value_texts(example, self.name)
+            target = similarity_target(texts, summary, scores, self.config.temperature)
+            row = distribution_row(self.prefix, counts, target)
+            row.update(score=-row[f"{self.prefix}_uer"], fairsumm_bartscore_backend=self.model_id)
+            results.append(row)
+        return results
