@@ -15,7 +15,7 @@ folder or cached HF id (``roberta-large``, FairSumm's BERTScore encoder), or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 MINILM_ALIASES = ("minilm", "fallback", "all-minilm-l6-v2")
@@ -76,15 +76,8 @@ class TextEncoder:
         import torch
 
         out: list[Any] = [None] * len(ids)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for lo in range(0, len(order), batch_size):
-            rows = order[lo : lo + batch_size]
-            enc = self.tokenizer.pad(
-                {"input_ids": [ids[i] for i in rows]}, padding=True, return_tensors="pt"
-            ).to(self.device)
-            with torch.no_grad():
-                hidden = self.model(**enc, output_hidden_states=True).hidden_states[layer].float()
-            hidden = torch.nn.functional.normalize(hidden, dim=-1).cpu()
+        for rows, _, model_out in _length_sorted_forwards(self, ids, batch_size, output_hidden_states=True):
+            hidden = torch.nn.functional.normalize(model_out.hidden_states[layer].float(), dim=-1).cpu()
             for j, i in enumerate(rows):
                 out[i] = hidden[j, : len(ids[i])]
         return out
@@ -114,6 +107,20 @@ def _mean_pooled(encoder: TextEncoder, ids: list[list[int]], batch_size: int) ->
     import torch
 
     out = torch.zeros(len(ids), encoder.hidden_size)
+    for rows, enc, model_out in _length_sorted_forwards(encoder, ids, batch_size):
+        hidden = model_out.last_hidden_state.float()
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        out[rows] = torch.nn.functional.normalize(pooled, dim=-1).cpu()
+    return out
+
+
+def _length_sorted_forwards(
+    encoder: TextEncoder, ids: list[list[int]], batch_size: int, **kwargs: Any
+) -> Iterator[tuple[list[int], Any, Any]]:
+    """``(rows, enc, output)`` per batch of texts of similar length (rows index ``ids``)."""
+    import torch
+
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     for lo in range(0, len(order), batch_size):
         rows = order[lo : lo + batch_size]
@@ -121,11 +128,7 @@ def _mean_pooled(encoder: TextEncoder, ids: list[list[int]], batch_size: int) ->
             {"input_ids": [ids[i] for i in rows]}, padding=True, return_tensors="pt"
         ).to(encoder.device)
         with torch.no_grad():
-            hidden = encoder.model(**enc).last_hidden_state.float()
-        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        out[rows] = torch.nn.functional.normalize(pooled, dim=-1).cpu()
-    return out
+            yield rows, enc, encoder.model(**enc, **kwargs)
 
 
 _LOADED: dict[tuple[Any, ...], TextEncoder] = {}

@@ -209,7 +209,6 @@ def generate(
         return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     import torch
     from evenhand.decoding.fair_decoding import check_examples
-    from tqdm.auto import tqdm
     from transformers import LogitsProcessorList
 
     for i, ex in enumerate(examples):
@@ -218,10 +217,7 @@ def generate(
     device = next(model.parameters()).device
     builders = config.builders(processor_builders)
     own_penalty = config.own_repetition_penalty(model)
-    from evenhand.decoding.prompting import clean_summary
-
-    outputs: list[str] = []
-    bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
+    summaries = SummaryCollector(len(examples), config, on_batch, progress)
     for start, batch in _batches(examples, config.batch_size):
         enc = encode_prompts(model, tokenizer, batch, config).to(device)
         prompt_batch = PromptBatch(
@@ -245,12 +241,35 @@ def generate(
         # the response prefix is part of the prompt: given back at the start of each summary
         prefixes = response_prefixes(model, batch, config)
         decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
-        texts = [(prefix + t).strip() for prefix, t in zip(prefixes, decoded)]
-        if config.clean:
+        summaries.add(batch, [(prefix + t).strip() for prefix, t in zip(prefixes, decoded)])
+    return summaries.close()
+
+
+class SummaryCollector:
+    """The summaries of one ``generate`` call (in-process or server): cleaned when
+    ``config.clean``, handed to ``on_batch`` per batch, counted on a progress bar."""
+
+    def __init__(
+        self, total: int, config: GenerateConfig,
+        on_batch: Callable[[list[Example], list[str]], None] | None, progress: bool,
+    ) -> None:
+        from tqdm.auto import tqdm
+
+        self.config, self.on_batch, self.outputs = config, on_batch, []
+        self.bar = tqdm(total=total, desc="generate", unit="ex", disable=not progress)
+
+    def add(self, batch: list[Example], texts: list[str]) -> None:
+        """Keep one batch's summaries (in example order)."""
+        from evenhand.decoding.prompting import clean_summary
+
+        if self.config.clean:
             texts = [clean_summary(t) for t in texts]
-        outputs.extend(texts)
-        if on_batch is not None:
-            on_batch(batch, texts)
-        bar.update(len(batch))
-    bar.close()
-    return outputs
+        self.outputs.extend(texts)
+        if self.on_batch is not None:
+            self.on_batch(batch, texts)
+        self.bar.update(len(batch))
+
+    def close(self) -> list[str]:
+        """All summaries so far; closes the progress bar."""
+        self.bar.close()
+        return self.outputs

@@ -129,8 +129,7 @@ def generate_via_server(
     call) is seeded ``config.seed + i``, so the same inputs and seed give the
     same outputs from the same server and model.
     """
-    from evenhand.decoding.prompting import clean_summary
-    from tqdm.auto import tqdm
+    from evenhand.decoding.generate import SummaryCollector
 
     check_server_config(config, processor_builders)
     for i, ex in enumerate(examples):
@@ -138,23 +137,15 @@ def generate_via_server(
     _warn_unsupported(config)
     params = sampling_parameters(config)
     size = max(config.batch_size, client.config.max_concurrency)
-    outputs: list[str] = []
-    bar = tqdm(total=len(examples), desc="generate", unit="ex", disable=not progress)
+    summaries = SummaryCollector(len(examples), config, on_batch, progress)
     for start in range(0, len(examples), size):
         batch = list(examples[start : start + size])
         payloads = [
             {"messages": messages(ex, config), **params, "seed": config.seed + start + k}
             for k, ex in enumerate(batch)
         ]
-        texts = [reply_text(r, client) for r in client.chat(payloads)]
-        if config.clean:
-            texts = [clean_summary(t) for t in texts]
-        outputs.extend(texts)
-        if on_batch is not None:
-            on_batch(batch, texts)
-        bar.update(len(batch))
-    bar.close()
-    return outputs
+        summaries.add(batch, [reply_text(r, client) for r in client.chat(payloads)])
+    return summaries.close()
 
 
 def reply_text(response: dict[str, Any], client: ServerClient) -> str:

@@ -107,61 +107,58 @@ def zero_shot(ctx: RunContext, store: RunStore) -> None:
 
 def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Example]) -> None:
     """One DPO+RR iteration: sample, score, pair, train, evaluate, commit ``iter_k``."""
-    c = ctx.config
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    tag = f"iteration {k}/{c.iterations}"
-    ctx.log(f"{tag}: generate {c.candidates} candidates x {len(prompts)} prompts")
+    c, t0, seconds = ctx.config, time.perf_counter(), {}
+    ctx.log(f"{_tag(ctx, k)}: generate {c.candidates} candidates x {len(prompts)} prompts")
     records = ctx.gather(stages.score(ctx, prompts, stages.sample(ctx, k, prompts)))
     seconds["generate_and_score"] = time.perf_counter() - t0
 
     t = time.perf_counter()
     pairs = stages.pair(c, records)
-    ctx.log(f"{tag}: {len(pairs)} pairs ({c.pair_strategy}); DPO")
+    ctx.log(f"{_tag(ctx, k)}: {len(pairs)} pairs ({c.pair_strategy}); DPO")
     train_metrics = stages.train_dpo(ctx, k, prompts, pairs, store.workdir(k))
     store.drop_workdir(k)
     seconds["train"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    dev_records = stages.evaluate(ctx) if ctx.dev else []
-    seconds["eval"] = time.perf_counter() - t
-    seconds["total"] = time.perf_counter() - t0
-    summary = {
-        "iteration": k, "prompts": len(prompts), "candidates": sum(len(r["candidates"]) for r in records),
-        "pairs": len(pairs), "train": train_metrics, "candidate_means": stages.candidate_means(ctx, records),
-        "dev": stages.dev_means(ctx, dev_records), "seconds": seconds,
-    }
-    files = {"candidates.jsonl": records, "pairs.jsonl": pairs, "dev.jsonl": dev_records}
-    store.commit(k, files, summary, save_adapter=ctx.save_adapter, manifest=lambda: manifest(ctx, store))
-    ctx.log(f"{tag}: dev {summary['dev']} ({seconds['total']:.0f} s)")
+    fields = {"prompts": len(prompts), "candidates": sum(len(r["candidates"]) for r in records),
+              "pairs": len(pairs), "train": train_metrics}
+    _evaluate_and_commit(ctx, store, k, t0, seconds, records, fields, {"pairs.jsonl": pairs})
 
 
 def grpo_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Example]) -> None:
     """One GRPO iteration: trl's GRPOTrainer on the prompts (generate, reward, train), evaluate, commit."""
     from evenhand.training.grpo import train_grpo
 
-    c = ctx.config
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    tag = f"iteration {k}/{c.iterations}"
-    ctx.log(f"{tag}: GRPO, {c.candidates} completions x {len(prompts)} prompts")
+    c, t0 = ctx.config, time.perf_counter()
+    ctx.log(f"{_tag(ctx, k)}: GRPO, {c.candidates} completions x {len(prompts)} prompts")
     records, train_metrics = train_grpo(ctx, k, prompts, store.workdir(k))
     store.drop_workdir(k)
-    seconds["generate_score_and_train"] = time.perf_counter() - t0
+    seconds = {"generate_score_and_train": time.perf_counter() - t0}
+    fields = {"method": "grpo", "prompts": len(prompts),
+              "candidates": sum(len(r["candidates"]) for r in records), "train": train_metrics}
+    _evaluate_and_commit(ctx, store, k, t0, seconds, records, fields, {})
 
+
+def _evaluate_and_commit(
+    ctx: RunContext, store: RunStore, k: int, t0: float, seconds: dict[str, float],
+    records: list[dict[str, Any]], fields: dict[str, Any], files: dict[str, list[dict[str, Any]]],
+) -> None:
+    """The end of training iteration ``k`` (either method): the dev pass, ``summary.json``
+    (``fields`` after the iteration number), the atomic commit of ``iter_k``, the log line."""
     t = time.perf_counter()
     dev_records = stages.evaluate(ctx) if ctx.dev else []
     seconds["eval"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     summary = {
-        "iteration": k, "method": "grpo", "prompts": len(prompts),
-        "candidates": sum(len(r["candidates"]) for r in records), "train": train_metrics,
-        "candidate_means": stages.candidate_means(ctx, records),
+        "iteration": k, **fields, "candidate_means": stages.candidate_means(ctx, records),
         "dev": stages.dev_means(ctx, dev_records), "seconds": seconds,
     }
-    files = {"candidates.jsonl": records, "dev.jsonl": dev_records}
+    files = {"candidates.jsonl": records, **files, "dev.jsonl": dev_records}
     store.commit(k, files, summary, save_adapter=ctx.save_adapter, manifest=lambda: manifest(ctx, store))
-    ctx.log(f"{tag}: dev {summary['dev']} ({seconds['total']:.0f} s)")
+    ctx.log(f"{_tag(ctx, k)}: dev {summary['dev']} ({seconds['total']:.0f} s)")
+
+
+def _tag(ctx: RunContext, k: int) -> str:
+    return f"iteration {k}/{ctx.config.iterations}"
 
 
 def train_dpo_rr(

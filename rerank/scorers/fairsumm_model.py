@@ -67,9 +67,15 @@ def value_texts(example: Example, metric: str) -> tuple[dict[str, int], dict[str
 
 
 class _ModelMetric(ValueDistributionMetric):
-    """Records are JSON-able (the score cache keeps them); columns are ``detail_fields``."""
+    """Records are JSON-able (the score cache keeps them); columns are ``detail_fields``,
+    named after the subclass's ``prefix``: uer, unfair, auc, groups, backend."""
 
     detail_fields: tuple[str, ...]
+    prefix: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.detail_fields = tuple(f"{cls.prefix}_{c}" for c in ("uer", "unfair", "auc", "groups", "backend"))
 
     def columns(self, record: dict[str, Any]) -> dict[str, Any]:
         return {k: record[k] for k in self.detail_fields}
@@ -105,25 +111,18 @@ class FairSummBertScore(_ModelMetric, Scorer):
 
     Config = BertScoreConfig
     prefix = "fairsumm_bertscore"
-    detail_fields = (
-        "fairsumm_bertscore_uer", "fairsumm_bertscore_unfair", "fairsumm_bertscore_auc",
-        "fairsumm_bertscore_groups", "fairsumm_bertscore_backend",
-    )
     cli_options = {"embed_model": "encoder", "device": "device"}
 
-    def __init__(self, config: BertScoreConfig | None = None, cache_dir: Any = None) -> None:
-        super().__init__(config, cache_dir)
-        self._encoder: Any = None
+    #: A ready ``TextEncoder`` to use instead of loading ``config.encoder`` (None: load it).
+    _encoder: Any = None
 
     @property
     def encoder(self) -> Any:
-        """The ``TextEncoder``, loaded on first use."""
-        if self._encoder is None:
-            from evenhand.decoding.embeddings import load_encoder
+        """The ``TextEncoder``, loaded on first use (once per process: ``load_encoder`` keeps it)."""
+        from evenhand.decoding.embeddings import load_encoder
 
-            c = self.config
-            self._encoder = load_encoder(c.encoder, c.layer, c.device, c.max_length)
-        return self._encoder
+        c = self.config
+        return self._encoder or load_encoder(c.encoder, c.layer, c.device, c.max_length)
 
     @property
     def model_id(self) -> str:
@@ -191,10 +190,6 @@ class FairSummBartScore(_ModelMetric, LmScorer):
 
     Config = BartScoreConfig
     prefix = "fairsumm_bartscore"
-    detail_fields = (
-        "fairsumm_bartscore_uer", "fairsumm_bartscore_unfair", "fairsumm_bartscore_auc",
-        "fairsumm_bartscore_groups", "fairsumm_bartscore_backend",
-    )
 
     def value_scores(self, sources: list[Example], outputs: list[str]) -> list[dict[str, float]]:
         """Per output, per value with documents: mean token log p(summary | that value's documents).
