@@ -33,6 +33,16 @@ def tiny_causal(tokenizer):
     return tiny_model("causal", seed=0, tokenizer=tokenizer)
 
 
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, tiny_causal):
+    """The tiny random model saved as a local model folder (safetensors), for CLI runs."""
+    path = tmp_path_factory.mktemp("model") / "tiny"
+    model, tok = tiny_causal
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return path
+
+
 #: Two sources with human-scored summaries in the controlled-summaries format.
 CONTROLLED_ENTRIES = [
     {"source": ["The mayor cut taxes. Schools got less money.", "Parks were closed."],

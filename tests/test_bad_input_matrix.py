@@ -26,16 +26,6 @@ EXAMPLES = [
 PRIOR = '{"id": "a", "summary": "an earlier result"}\n'
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_causal):
-    """The tiny random model saved as a local folder (safetensors)."""
-    path = tmp_path_factory.mktemp("model") / "tiny"
-    model, tok = tiny_causal
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
-
-
 @pytest.fixture
 def work(tmp_path):
     """A folder with valid inputs of every command and prior outputs."""

@@ -35,15 +35,6 @@ def _examples(n: int) -> list[dict]:
     ]
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_causal):
-    path = tmp_path_factory.mktemp("model") / "tiny"
-    model, tok = tiny_causal
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
-
-
 @pytest.fixture
 def data(tmp_path):
     path = tmp_path / "data.jsonl"
