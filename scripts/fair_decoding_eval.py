@@ -9,7 +9,8 @@ as they come (rows already there are reused on a rerun), then scores them:
   MiniLM, at the code's T = 2 and the paper's T = 0.1); Equal Coverage
   (``equal-coverage`` with the MiniLM fallback backend: blocks x summary sentences);
 * MINT against the source, ROUGE-L F1 (stemmed, best of the references, ×100);
-* wall time per summary, and its ratio to plain beam search on the same data.
+* wall and CPU time per summary, and their ratios to plain beam search on the same data
+  (CPU time is the fair ratio when other jobs share the machine).
 
 Corpus metrics go to ``OUT/metrics.json`` and ``OUT/metrics.csv`` (one row per
 data set and setting), rewritten after each setting.
@@ -49,22 +50,24 @@ def eligible(examples: list[Any], n: int, skip: int = 0) -> list[Any]:
 
 
 def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, Any], path: Path,
-                batch_size: int, max_new_tokens: int, prefix: str | None) -> tuple[list[str], float]:
-    """Summaries and mean seconds per summary; rows already in ``path`` (same ids) are reused."""
+                batch_size: int, max_new_tokens: int, prefix: str | None) -> tuple[list[str], float, float]:
+    """Summaries and mean wall and CPU seconds per summary; rows already in ``path`` (same ids)
+    are reused. CPU seconds (this process, one thread) are the fair time ratio on a shared
+    machine: wall time moves with whatever else runs."""
     from evenhand.decoding.generate import GenerateConfig, generate
 
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     done = {r["id"] for r in rows}
     todo = [ex for ex in examples if ex.id not in done]
-    clock = [time.perf_counter()]
+    clock = [time.perf_counter(), time.process_time()]
 
     def write(batch: list[Any], texts: list[str]) -> None:
-        now = time.perf_counter()
-        per = (now - clock[0]) / len(batch)
-        clock[0] = now
+        now = [time.perf_counter(), time.process_time()]
+        per, cpu = ((b - a) / len(batch) for a, b in zip(clock, now))
+        clock[:] = now
         with path.open("a") as f:
             for ex, s in zip(batch, texts):
-                f.write(json.dumps({"id": ex.id, "summary": s, "seconds": per}) + "\n")
+                f.write(json.dumps({"id": ex.id, "summary": s, "seconds": per, "cpu_seconds": cpu}) + "\n")
 
     if todo:
         config = GenerateConfig(
@@ -74,7 +77,8 @@ def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, 
         generate(model, tok, todo, config, progress=False, on_batch=write)
     by_id = {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
     chosen = [by_id[ex.id] for ex in examples]
-    return [r["summary"] for r in chosen], sum(r["seconds"] for r in chosen) / len(chosen)
+    cpu = [r.get("cpu_seconds", float("nan")) for r in chosen]
+    return [r["summary"] for r in chosen], sum(r["seconds"] for r in chosen) / len(chosen), sum(cpu) / len(cpu)
 
 
 #: Per-example columns: name -> (registered metric, its options, the record field).
@@ -178,12 +182,15 @@ def main() -> None:
     for name in split_list(args.datasets, "--datasets"):
         examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
         for setting in split_list(args.settings, "--settings"):
-            summaries, seconds = run_setting(
+            summaries, seconds, cpu_seconds = run_setting(
                 model, tok, examples, SETTINGS[setting], out / f"{name}_{setting}.jsonl",
                 args.batch_size, args.max_new_tokens, args.response_prefix,
             )
-            row = {"n": len(examples), "seconds": seconds, **score(examples, summaries, metrics)}
-            row["time_ratio"] = seconds / results[f"{name}/plain"]["seconds"] if f"{name}/plain" in results else 1.0
+            row = {"n": len(examples), "seconds": seconds, "cpu_seconds": cpu_seconds,
+                   **score(examples, summaries, metrics)}
+            plain = results.get(f"{name}/plain")
+            row["time_ratio"] = seconds / plain["seconds"] if plain else 1.0
+            row["cpu_ratio"] = cpu_seconds / plain["cpu_seconds"] if plain else 1.0
             results[f"{name}/{setting}"] = row
             (out / "metrics.json").write_text(json.dumps(results, indent=1))
             write_csv(out / "metrics.csv", results)
