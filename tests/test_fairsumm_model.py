@@ -146,7 +146,8 @@ def test_bertscore_real_tiny_encoder_token_states(tmp_path):
 
 def test_bartscore_target_is_softmax_of_value_likelihoods(tiny_causal):
     model, tok = tiny_causal
-    lm = get_scorer("lm-likelihood", progress=False).use_model(model, tok, "tiny")
+    # the code's BARTScore scores the summary's end token too (score_end, on by default here)
+    lm = get_scorer("lm-likelihood", score_end=True, progress=False).use_model(model, tok, "tiny")
     scorer = get_scorer("fairsumm-bartscore", temperature=0.5, progress=False).use_model(model, tok, "tiny")
     summary = "The battery is great but the strap broke."
     (row,) = scorer.score_details([EX], [summary])
@@ -159,6 +160,45 @@ def test_bartscore_target_is_softmax_of_value_likelihoods(tiny_causal):
     expected = sample_fairness({"5": 7, "1": 3}, {"5": t[0], "1": t[1]})
     assert row["fairsumm_bartscore_uer"] == pytest.approx(expected.uer, abs=1e-5)
     assert row["fairsumm_bartscore_backend"] == "tiny"
+
+
+def test_score_end_adds_the_end_tokens_log_prob(tiny_causal):
+    import torch
+    from evenhand.decoding.prompting import format_documents
+
+    model, tok = tiny_causal
+    off = get_scorer("lm-likelihood", progress=False).use_model(model, tok, "tiny")
+    on = get_scorer("lm-likelihood", score_end=True, progress=False).use_model(model, tok, "tiny")
+    ex = Example("e", [Document("The strap broke quickly. Battery lasts long. The screen is bright and sharp. Shipping took two weeks.", "1")])
+    summary = "The strap broke. The battery lasts."
+    (a,), (b,) = off.conditional([ex], [summary]), on.conditional([ex], [summary])
+    prefix = on.prefix_ids(format_documents(ex))
+    body = on.summary_ids(summary)
+    assert body[-1] == tok.convert_tokens_to_ids("<|im_end|>") and body[:-1] == off.summary_ids(summary)
+    with torch.no_grad():
+        logits = model(torch.tensor([prefix + body])).logits[0]
+    end = float(torch.log_softmax(logits[len(prefix) + len(body) - 2].double(), -1)[body[-1]])
+    assert b.n_tokens == a.n_tokens + 1
+    assert b.total == pytest.approx(a.total + end, abs=1e-3)
+    # chunked sources: the end token joins the last sentence, so its total is the same sum
+    chunked = get_scorer("lm-likelihood", score_end=True, max_source_tokens=16, chunk_words=6,
+                         progress=False).use_model(model, tok, "tiny")
+    (c,) = chunked.conditional([ex], [summary])
+    assert c.n_tokens == b.n_tokens and c.chunks > 1
+
+
+def test_bert_score_baseline_follows_the_code_for_roberta_large():
+    from evenhand.rerank.scorers.fairsumm_model import bert_score_baseline
+
+    # bert_score's rescale_baseline/en/roberta-large.tsv, layer 17 (its default), column P
+    assert bert_score_baseline("roberta-large", None) == 0.83150584
+    assert bert_score_baseline("/models/roberta-large/", 17) == 0.83150584
+    assert bert_score_baseline("roberta-large", 16) is None
+    assert bert_score_baseline("minilm", None) is None
+    assert "rescaled:0.83150584" in get_scorer("fairsumm-bertscore", encoder="/m/roberta-large").model_id
+    assert get_scorer("fairsumm-bertscore", encoder="/m/roberta-large", rescale=False).model_id.endswith("|raw")
+    assert get_scorer("fairsumm-bertscore", baseline=0.5).model_id.endswith("rescaled:0.5")
+    assert get_scorer("fairsumm-bertscore").model_id.endswith("|raw")
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,13 @@ tokens (special tokens dropped) of the best cosine with a token of v's text
 (special tokens kept, as bert_score does), hidden states of ``layer``; then
 t = softmax(P / T) over values. The code uses ``BERTScorer(lang='en',
 rescale_with_baseline=True)`` = roberta-large, layer 17, P rescaled as
-(P − b)/(1 − b) with bert_score's baseline b: pass ``encoder=roberta-large``
-(a local folder) and ``baseline=b`` to match it. The offline default is the
-embedded MiniLM (``minilm-fallback``), last layer, raw cosine precision, no
-rescale (bert_score has no baseline for it) — named so in every row.
+(P − b)/(1 − b) with bert_score's baseline b = 0.83150584 (its
+``rescale_baseline/en/roberta-large.tsv``, layer 17, column P). With
+``rescale`` on (default) an encoder named ``roberta-large`` (an HF id or a
+folder of that name) at layer 17 gets that b, as the code does; ``baseline=b``
+sets any b. The offline default is the embedded MiniLM (``minilm-fallback``),
+last layer, raw cosine precision, no rescale (bert_score has no baseline for
+it) — named so in every row.
 ``method="sentence"`` is the code's per-sentence variant: one softmax per
 summary sentence, averaged.
 
@@ -81,13 +84,29 @@ class _ModelMetric(ValueDistributionMetric):
         return {k: record[k] for k in self.detail_fields}
 
 
+#: bert_score's precision baselines (``rescale_baseline/en/<model>.tsv``, column P) by
+#: (encoder name, layer): the ones FairSumm's code uses.
+BERT_SCORE_BASELINES: dict[tuple[str, int], float] = {("roberta-large", 17): 0.83150584}
+#: bert_score's default layer per encoder name (``model2layers``).
+BERT_SCORE_LAYERS: dict[str, int] = {"roberta-large": 17}
+
+
+def bert_score_baseline(encoder: str, layer: int | None) -> float | None:
+    """bert_score's precision baseline for an encoder (HF id or folder, matched by its last
+    path part) at a layer (None: bert_score's default layer); None when it ships none."""
+    name = encoder.rstrip("/").split("/")[-1]
+    layer = BERT_SCORE_LAYERS.get(name) if layer is None else layer
+    return BERT_SCORE_BASELINES.get((name, layer)) if layer is not None else None
+
+
 @dataclass
 class BertScoreConfig(ScorerConfig):
     """Settings of ``fairsumm-bertscore`` (see the module docstring)."""
 
     encoder: str = field(default="minilm", metadata={"help": "Encoder folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded fallback)."})
     layer: int | None = field(default=None, metadata={"help": "Hidden layer (None: bert_score's default, 17 for roberta-large; MiniLM: last)."})
-    baseline: float | None = field(default=None, metadata={"help": "bert_score precision baseline b for rescaling (P-b)/(1-b) (None: raw P)."})
+    baseline: float | None = field(default=None, metadata={"help": "bert_score precision baseline b for rescaling (P-b)/(1-b) (None: bert_score's own b where it has one, see `rescale`)."})
+    rescale: bool = field(default=True, metadata={"help": "Rescale with bert_score's baseline when it has one for the encoder (roberta-large layer 17, as FairSumm's code); off: raw P unless `baseline` is set."})
     temperature: float = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Softmax temperature T (code 2, paper 0.1)."})
     method: str = field(default="summary", metadata={"help": "'summary' (code default summary_combine) or 'sentence' (softmax per summary sentence, averaged)."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens per text (None: the encoder's positions, 512 for roberta/MiniLM)."})
@@ -130,7 +149,17 @@ class FairSummBertScore(_ModelMetric, Scorer):
 
         c = self.config
         name = MINILM_NAME if c.encoder in MINILM_ALIASES else c.encoder
-        return f"{name}|layer={c.layer}|" + ("raw" if c.baseline is None else f"rescaled:{c.baseline}")
+        b = self.baseline
+        return f"{name}|layer={c.layer}|" + ("raw" if b is None else f"rescaled:{b}")
+
+    @property
+    def baseline(self) -> float | None:
+        """The b of the rescale: ``baseline`` when set, else bert_score's own for the encoder
+        (when ``rescale``), else None (raw P)."""
+        c = self.config
+        if c.baseline is not None or not c.rescale:
+            return c.baseline
+        return bert_score_baseline(c.encoder, c.layer)
 
     def precisions(self, candidates: list[str], references: list[str]) -> list[list[float]]:
         """BERTScore precision (rescaled when ``baseline`` is set) of every candidate against every
@@ -144,7 +173,7 @@ class FairSummBertScore(_ModelMetric, Scorer):
             h, special = states[cand]
             content = h[~special]
             row = [
-                rescale(greedy_precision(content.numpy(), states[ref][0].numpy()), self.config.baseline)
+                rescale(greedy_precision(content.numpy(), states[ref][0].numpy()), self.baseline)
                 if len(content) else 0.0
                 for ref in references
             ]
@@ -178,6 +207,7 @@ class BartScoreConfig(LmConfig):
 
     temperature: float = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Softmax temperature T (code 2, paper 0.1)."})
     target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: fairness compares values)."})
+    score_end: bool = field(default=True, metadata={"help": "Also score the token that ends the summary (BARTScore's code scores </s>)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()

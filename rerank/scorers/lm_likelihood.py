@@ -34,7 +34,8 @@ token after it (``<|im_end|>``, a seq2seq eos) is not scored, so the score does
 not reward stopping early. An empty summary has no tokens of its own and is
 scored by the end token alone (the log-probability of replying nothing at once;
 ``empty: true``, ``n_tokens: 1``). BARTScore's code also scores the target's
-``</s>``; that is the one difference from it.
+``</s>``: ``score_end=True`` does the same (the end token joins the summary's
+tokens and its last sentence; ``fairsumm-bartscore`` turns it on).
 
 Long sources (AlignScore's chunking, Zha et al. 2023). When the source
 documents take more than ``max_source_tokens`` tokens, they are split with
@@ -139,6 +140,10 @@ class LmConfig(LmBackedConfig):
     chunk_words: int = field(
         default=350, metadata={"help": "Words per source chunk when chunking (AlignScore: 350)."}
     )
+    score_end: bool = field(
+        default=False,
+        metadata={"help": "Also score the end-of-reply token after the summary (BARTScore's code scores </s>)."},
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -220,7 +225,9 @@ class LmScorer(LmBackedScorer):
         from evenhand.decoding.prompting import plain_text
 
         text = plain_text(self._load()[1], summary.strip())  # a summary cannot end its own turn
-        return self._ids(text) if text else [self.end_id()]
+        if not text:
+            return [self.end_id()]
+        return self._ids(text) + ([self.end_id()] if self.config.score_end else [])
 
     def source_chunks(self, example: Example) -> list[str]:
         """The source text the prompt holds: the whole documents, or AlignScore chunks when too long."""
@@ -278,6 +285,8 @@ class LmScorer(LmBackedScorer):
             )
         offsets = tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
         sentence = torch.tensor(sentence_of_tokens(text, offsets))
+        # a scored end token (``score_end``) belongs to the last sentence
+        sentence = torch.cat([sentence, sentence[-1:].expand(rows.shape[1] - len(sentence))])
         n = int(sentence.max()) + 1
         sums = torch.zeros((rows.shape[0], n)).index_add_(1, sentence, rows)
         counts = torch.zeros(n).index_add_(0, sentence, torch.ones(len(sentence)))
