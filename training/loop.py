@@ -102,7 +102,7 @@ def zero_shot(ctx: RunContext, store: RunStore) -> None:
     summary = {"iteration": 0, "dev": stages.dev_means(ctx, dev_records),
                "seconds": {"eval": time.perf_counter() - start}}
     store.commit(0, {"dev.jsonl": dev_records}, summary, manifest=lambda: manifest(ctx, store))
-    ctx.log(f"iteration 0: dev {summary['dev']}")
+    ctx.log(f"iteration 0: {_dev_text(summary['dev'])}")
 
 
 def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Example]) -> None:
@@ -154,7 +154,14 @@ def _evaluate_and_commit(
     }
     files = {"candidates.jsonl": records, **files, "dev.jsonl": dev_records}
     store.commit(k, files, summary, save_adapter=ctx.save_adapter, manifest=lambda: manifest(ctx, store))
-    ctx.log(f"{_tag(ctx, k)}: dev {summary['dev']} ({seconds['total']:.0f} s)")
+    ctx.log(f"{_tag(ctx, k)}: {_dev_text(summary['dev'])} ({seconds['total']:.0f} s)")
+
+
+def _dev_text(means: dict[str, float | None]) -> str:
+    """The dev means for the log; 'dev not evaluated' when there were no dev summaries."""
+    if all(v is None for v in means.values()):
+        return "dev not evaluated (no dev examples this iteration)"
+    return "dev " + ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} n/a" for k, v in means.items())
 
 
 def _tag(ctx: RunContext, k: int) -> str:
