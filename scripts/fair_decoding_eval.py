@@ -13,7 +13,8 @@ as they come (rows already there are reused on a rerun), then scores them:
   (CPU time is the fair ratio when other jobs share the machine).
 
 Corpus metrics go to ``OUT/metrics.json`` and ``OUT/metrics.csv`` (one row per
-data set and setting), rewritten after each setting.
+data set and setting), rewritten after each setting; a rerun with other settings
+adds its rows to those already there.
 
 Usage: python scripts/fair_decoding_eval.py --n 20 --datasets amazon --out runs/fair_amazon
 (docs/fair_decoding.md has the measured tables and the commands behind them).
@@ -36,6 +37,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "beta3": {"fairness": "ratio", "fair_beam": 3.0},
     "alpha3-beta1": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0},
     "meaning3": {"fairness": "ratio", "fair_meaning": 3.0},
+    "meaning5": {"fairness": "ratio", "fair_meaning": 5.0},
     "meaning10": {"fairness": "ratio", "fair_meaning": 10.0},
     "alpha3-beta1-meaning3": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0, "fair_meaning": 3.0},
     "alpha3-beta1-meaning10": {"fairness": "ratio", "fairness_strength": 3.0, "fair_beam": 1.0, "fair_meaning": 10.0},
@@ -178,7 +180,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     model, tok = load_generator(device="cpu")
     metrics = Metrics()
-    results: dict[str, dict[str, Any]] = {}
+    # a rerun with other settings adds its rows to those already in OUT/metrics.json
+    previous = out / "metrics.json"
+    results: dict[str, dict[str, Any]] = json.loads(previous.read_text()) if previous.exists() else {}
     for name in split_list(args.datasets, "--datasets"):
         examples = eligible(load_examples(Path(args.data_dir) / DATA[name]), args.n, args.skip)
         for setting in split_list(args.settings, "--settings"):
