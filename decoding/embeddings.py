@@ -25,6 +25,16 @@ MINILM_NAME = "minilm-fallback"
 DEFAULT_LAYERS = {"roberta-large": 17, "roberta-base": 10, "bert-base-uncased": 9, "microsoft/deberta-xlarge-mnli": 40}
 
 
+def default_layer(model: str) -> int | None:
+    """bert_score's default layer for an encoder named by its HF id or by a local folder of
+    that name (``/models/roberta-large``); None when bert_score names no default for it."""
+    name = model.rstrip("/").split("/")[-1]
+    for key, layer in DEFAULT_LAYERS.items():
+        if model == key or name == key.split("/")[-1]:
+            return layer
+    return None
+
+
 class TextEncoder:
     """Token and sentence embeddings of one encoder (see the module docstring).
 
@@ -54,7 +64,8 @@ class TextEncoder:
         self.model.to(self.device).eval()
         config = self.model.config
         n_layers = int(getattr(config, "num_hidden_layers", 0) or 0)
-        self.layer = layer if layer is not None else DEFAULT_LAYERS.get(model, n_layers)
+        known = default_layer(model)
+        self.layer = layer if layer is not None else (n_layers if known is None else known)
         if not 0 <= self.layer <= n_layers:
             raise ValueError(f"`layer` must be in [0, {n_layers}] for {model}, got {self.layer}")
         positions = int(getattr(config, "max_position_embeddings", 512) or 512)

@@ -188,7 +188,14 @@ def test_score_end_adds_the_end_tokens_log_prob(tiny_causal):
 
 
 def test_bert_score_baseline_follows_the_code_for_roberta_large():
+    from evenhand.decoding.embeddings import default_layer
     from evenhand.rerank.scorers.fairsumm_model import bert_score_baseline
+
+    # one table of bert_score's default layers serves the encoder and the baseline lookup,
+    # for HF ids and for local folders of that name
+    assert default_layer("roberta-large") == default_layer("/models/roberta-large/") == 17
+    assert default_layer("/m/deberta-xlarge-mnli") == default_layer("microsoft/deberta-xlarge-mnli") == 40
+    assert default_layer("minilm") is None
 
     # bert_score's rescale_baseline/en/roberta-large.tsv, layer 17 (its default), column P
     assert bert_score_baseline("roberta-large", None) == 0.83150584

@@ -87,15 +87,16 @@ class _ModelMetric(ValueDistributionMetric):
 #: bert_score's precision baselines (``rescale_baseline/en/<model>.tsv``, column P) by
 #: (encoder name, layer): the ones FairSumm's code uses.
 BERT_SCORE_BASELINES: dict[tuple[str, int], float] = {("roberta-large", 17): 0.83150584}
-#: bert_score's default layer per encoder name (``model2layers``).
-BERT_SCORE_LAYERS: dict[str, int] = {"roberta-large": 17}
 
 
 def bert_score_baseline(encoder: str, layer: int | None) -> float | None:
     """bert_score's precision baseline for an encoder (HF id or folder, matched by its last
-    path part) at a layer (None: bert_score's default layer); None when it ships none."""
+    path part) at a layer (None: bert_score's default layer, the one ``TextEncoder`` uses);
+    None when it ships none."""
+    from evenhand.decoding.embeddings import default_layer
+
     name = encoder.rstrip("/").split("/")[-1]
-    layer = BERT_SCORE_LAYERS.get(name) if layer is None else layer
+    layer = default_layer(encoder) if layer is None else layer
     return BERT_SCORE_BASELINES.get((name, layer)) if layer is not None else None
 
 
