@@ -11,6 +11,8 @@ from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 from evenhand.decoding.meaning import MeaningCoverage
 from evenhand.evaluation.schema import Document, Example
 
+from tests.test_fair_decoding import FixedNextToken
+
 EXAMPLE = Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")])
 OTHER = Example("e2", [Document("lovely screen", "pos"), Document("slow screen", "neg")])
 
@@ -73,17 +75,6 @@ def test_weight_zero_is_plain_beam_search(tiny_causal):
         fair = model.generate(**enc, **beam_kwargs(num_return_sequences=n), custom_generate=fair_beam_search,
                               fair_beam=FairBeamSettings(tables, beta=0.0, meaning=meaning))
         assert torch.equal(plain, fair)
-
-
-class FixedNextToken:
-    def __init__(self, logprobs):
-        self.logprobs = logprobs
-
-    def __call__(self, input_ids, scores):
-        out = torch.full_like(scores, -float("inf"))
-        for token, lp in self.logprobs.items():
-            out[:, token] = lp
-        return out
 
 
 def test_meaning_term_brings_in_the_group_words_miss(tiny_causal):

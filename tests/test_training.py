@@ -349,17 +349,23 @@ train_dpo_rr(_config(Path(sys.argv[1]), Path(sys.argv[2])), scorers={"hash": Has
 """
 
 
-def test_two_process_accelerate_run(tiny_dir, tmp_path):
-    script = tmp_path / "run2.py"
-    script.write_text(textwrap.dedent(_SCRIPT))
-    out = tmp_path / "ddp"
+def launch_two_processes(script: str, tiny_dir: Path, out: Path) -> None:
+    """Run ``script`` (source text; argv: the tiny model folder, the run folder) under
+    ``accelerate launch`` with 2 CPU processes, and assert it exits 0."""
+    path = out.parent / f"{out.name}_script.py"
+    path.write_text(textwrap.dedent(script))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
     # `--multi_gpu` = torchrun; on CPU the two processes form a gloo group (`--cpu` would start one)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           str(script), str(tiny_dir), str(out)]
+           str(path), str(tiny_dir), str(out)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_two_process_accelerate_run(tiny_dir, tmp_path):
+    out = tmp_path / "ddp"
+    launch_two_processes(_SCRIPT, tiny_dir, out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["num_processes"] == 2 and manifest["finished"] == [0, 1]
     candidates = _rows(iteration_dir(out, 1) / "candidates.jsonl")

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,9 +16,14 @@ from evenhand.training.grpo import CompositeReward, check_budget, grpo_args, sam
 from evenhand.training.loop import finished_iterations, iteration_dir, train_dpo_rr
 from evenhand.training.scoring import Scoring
 
-from tests.test_training import HashScorer, _adapter, _config, _examples, _rows
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_training import (
+    HashScorer,
+    _adapter,
+    _config,
+    _examples,
+    _rows,
+    launch_two_processes,
+)
 
 
 # -- config -------------------------------------------------------------------------------
@@ -274,16 +276,8 @@ train_dpo_rr(config, scorers={"hash": HashScorer()}, train=_examples())
 
 
 def test_two_process_accelerate_grpo_run(tiny_dir, tmp_path):
-    script = tmp_path / "grpo2.py"
-    script.write_text(textwrap.dedent(_SCRIPT))
     out = tmp_path / "ddp"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
-    # `--multi_gpu` = torchrun; on CPU the two processes form a gloo group (`--cpu` would start one)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           str(script), str(tiny_dir), str(out)]
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    launch_two_processes(_SCRIPT, tiny_dir, out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["num_processes"] == 2 and manifest["finished"] == [0, 1]
     records = _rows(iteration_dir(out, 1) / "candidates.jsonl")
