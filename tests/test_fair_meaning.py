@@ -11,7 +11,7 @@ from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 from evenhand.decoding.meaning import MeaningCoverage
 from evenhand.evaluation.schema import Document, Example
 
-from tests.test_fair_decoding import FixedNextToken
+from tests.test_fair_decoding import FixedNextToken, beam_kwargs
 
 EXAMPLE = Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")])
 OTHER = Example("e2", [Document("lovely screen", "pos"), Document("slow screen", "neg")])
@@ -58,11 +58,6 @@ def test_document_coverage_is_max_over_blocks_and_text_penalty(tokenizer):
     pen = m.penalty(ids[None])
     assert pen[0].tolist() == [pytest.approx(0.0, abs=2e-3), pytest.approx(0.5, abs=2e-3)]
     assert m.final_ec(ids[None])[0].tolist() == [pytest.approx(0.0, abs=2e-3), pytest.approx(0.5, abs=2e-3)]
-
-
-def beam_kwargs(**extra):
-    return dict(max_new_tokens=10, num_beams=4, do_sample=False, no_repeat_ngram_size=3,
-                repetition_penalty=1.2, **extra)
 
 
 def test_weight_zero_is_plain_beam_search(tiny_causal):

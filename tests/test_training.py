@@ -218,9 +218,9 @@ class HashScorer:
         return [(sum(map(ord, o)) % 97) / 96 for o in outputs]
 
 
-def _config(tiny_dir: Path, out: Path, **overrides) -> DPORRConfig:
+def _config(model_dir: Path, out: Path, **overrides) -> DPORRConfig:
     values = dict(
-        model=str(tiny_dir), out_dir=str(out), iterations=1, prompts_per_iteration=2, candidates=3,
+        model=str(model_dir), out_dir=str(out), iterations=1, prompts_per_iteration=2, candidates=3,
         max_new_tokens=6, dev_size=1, batch_size=2, learning_rate=1e-2, scorers="hash",
         progress=False, generate_batch_size=4, seed=3,
     )
@@ -229,18 +229,9 @@ def _config(tiny_dir: Path, out: Path, **overrides) -> DPORRConfig:
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory, tiny_causal):
-    model, tok = tiny_causal
-    path = tmp_path_factory.mktemp("tiny-model")
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def one_iteration(tmp_path_factory, tiny_dir):
+def one_iteration(tmp_path_factory, model_dir):
     out = tmp_path_factory.mktemp("runs") / "b"
-    manifest = train_dpo_rr(_config(tiny_dir, out), scorers={"hash": HashScorer()}, train=_examples())
+    manifest = train_dpo_rr(_config(model_dir, out), scorers={"hash": HashScorer()}, train=_examples())
     return out, manifest
 
 
@@ -280,7 +271,7 @@ def test_one_iteration_end_to_end(one_iteration):
     assert json.loads((iteration_dir(out, 0) / "summary.json").read_text())["iteration"] == 0
 
 
-def test_resume_after_interruption_matches_uninterrupted_run(one_iteration, tiny_dir, tmp_path):
+def test_resume_after_interruption_matches_uninterrupted_run(one_iteration, model_dir, tmp_path):
     out_b, _ = one_iteration
     resumed = tmp_path / "resumed"
     shutil.copytree(out_b, resumed)
@@ -288,9 +279,9 @@ def test_resume_after_interruption_matches_uninterrupted_run(one_iteration, tiny
     # what a kill during iteration 2 leaves: a temp folder and a folder without summary.json
     (resumed / ".iter_2.tmp-killed").mkdir()
     (iteration_dir(resumed, 2) / "adapter").mkdir(parents=True)
-    train_dpo_rr(_config(tiny_dir, resumed, iterations=2), scorers={"hash": HashScorer()}, train=_examples())
+    train_dpo_rr(_config(model_dir, resumed, iterations=2), scorers={"hash": HashScorer()}, train=_examples())
     straight = tmp_path / "straight"
-    train_dpo_rr(_config(tiny_dir, straight, iterations=2), scorers={"hash": HashScorer()}, train=_examples())
+    train_dpo_rr(_config(model_dir, straight, iterations=2), scorers={"hash": HashScorer()}, train=_examples())
 
     assert (iteration_dir(resumed, 1) / "summary.json").stat().st_mtime_ns == first_mtime  # not redone
     for k in (1, 2):
@@ -303,11 +294,11 @@ def test_resume_after_interruption_matches_uninterrupted_run(one_iteration, tiny
                 == _adapter(iteration_dir(straight, 2))["base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"]).all()
 
 
-def test_resume_refuses_other_settings(one_iteration, tiny_dir):
+def test_resume_refuses_other_settings(one_iteration, model_dir):
     out, _ = one_iteration
-    check_resumable(out, _config(tiny_dir, out, iterations=5))  # more iterations: fine
+    check_resumable(out, _config(model_dir, out, iterations=5))  # more iterations: fine
     with pytest.raises(ValueError, match=r"beta: 0.1 -> 0.3"):
-        check_resumable(out, _config(tiny_dir, out, beta=0.3))
+        check_resumable(out, _config(model_dir, out, beta=0.3))
 
 
 def test_trained_adapter_loads_back_with_model_dir(one_iteration, tmp_path):
@@ -349,25 +340,26 @@ train_dpo_rr(_config(Path(sys.argv[1]), Path(sys.argv[2])), scorers={"hash": Has
 """
 
 
-def launch_two_processes(script: str, tiny_dir: Path, out: Path) -> None:
+def launch_two_processes(script: str, model_dir: Path, out: Path) -> None:
     """Run ``script`` (source text; argv: the tiny model folder, the run folder) under
-    ``accelerate launch`` with 2 CPU processes, and assert it exits 0."""
+    ``accelerate launch`` with 2 CPU processes; assert it exits 0 and its manifest records
+    2 processes and iterations 0 and 1 finished."""
     path = out.parent / f"{out.name}_script.py"
     path.write_text(textwrap.dedent(script))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
     # `--multi_gpu` = torchrun; on CPU the two processes form a gloo group (`--cpu` would start one)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           str(path), str(tiny_dir), str(out)]
+           str(path), str(model_dir), str(out)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-def test_two_process_accelerate_run(tiny_dir, tmp_path):
-    out = tmp_path / "ddp"
-    launch_two_processes(_SCRIPT, tiny_dir, out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["num_processes"] == 2 and manifest["finished"] == [0, 1]
+
+
+def test_two_process_accelerate_run(model_dir, tmp_path):
+    out = tmp_path / "ddp"
+    launch_two_processes(_SCRIPT, model_dir, out)
     candidates = _rows(iteration_dir(out, 1) / "candidates.jsonl")
     assert [r["position"] for r in candidates] == [0, 1]  # both shards gathered in prompt order
     pairs = _rows(iteration_dir(out, 1) / "pairs.jsonl")
@@ -376,10 +368,10 @@ def test_two_process_accelerate_run(tiny_dir, tmp_path):
     assert "adapter_model.safetensors" in os.listdir(iteration_dir(out, 1) / "adapter")
 
 
-def test_fairness_pairs_use_equal_coverage_and_weights(tiny_dir):
+def test_fairness_pairs_use_equal_coverage_and_weights(model_dir):
     from evenhand.training.stages import pair
 
-    config = _config(tiny_dir, Path("unused"), fairness=True)
+    config = _config(model_dir, Path("unused"), fairness=True)
     cands = [  # composite prefers 0; -EC prefers 1; group diffs as in DIFFS
         {"text": "x", "score": 0.9, "fair_score": -0.4, "group_diffs": DIFFS[0]},
         {"text": "y", "score": 0.1, "fair_score": -0.2, "group_diffs": DIFFS[1]},
