@@ -29,8 +29,9 @@ VOCAB, SOURCE_LEN, PROMPT_LEN, STEPS, BATCH = 49152, 600, 700, 64, 4
 def per_call(beams: int, repeats: int = 3) -> dict[str, float]:
     """Mean seconds per call over a 64-step decode, each processor on the same inputs."""
     import torch
-    from evenhand.decoding.abstractiveness import AbstractivenessProcessor
     from transformers import EncoderNoRepeatNGramLogitsProcessor
+
+    from evenhand.decoding.abstractiveness import AbstractivenessProcessor
 
     gen = torch.Generator().manual_seed(0)
     rows = BATCH * beams
@@ -85,12 +86,13 @@ class Timed:
 def generation() -> dict[str, float]:
     """Seconds for one batch-4 × 4-beam, 64-token generation without and with the processor."""
     import torch
+    from transformers import LogitsProcessorList
+
     from evenhand.decoding.generate import GenerateConfig, PromptBatch, encode_prompts
     from evenhand.decoding.models import load_generator
     from evenhand.decoding.source_tokens import abstractiveness_builder
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.schema import Document, Example
-    from transformers import LogitsProcessorList
 
     model, tok = load_generator(device="cpu")
     examples = [

@@ -79,8 +79,9 @@ SETS: dict[str, Callable[[Path], list[tuple[str, str]]]] = {
 
 def baseline_scorer() -> Callable[[object, str, str], tuple[float, ...]]:
     """The authors' per-pair MINT (see module doc); returns (mint, p1..p4, lcsr)."""
-    from evenhand.evaluation.lcs import lcs_length
     from scipy.stats import hmean
+
+    from evenhand.evaluation.lcs import lcs_length
 
     def score(nlp: object, source: str, summary: str) -> tuple[float, ...]:
         x = [t.lower_ for t in nlp(source)]  # type: ignore[operator]
@@ -111,6 +112,7 @@ def timed(fn: Callable[[], list], pairs: int) -> tuple[float, list]:
 
 def run_set(name: str, pairs: list[tuple[str, str]], repeats: int) -> list[tuple[str, list[float], str, float]]:
     import spacy
+
     from evenhand.evaluation import text
     from evenhand.evaluation.corpus import mint_corpus
     from evenhand.evaluation.mint import mint

@@ -188,6 +188,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
+
     from evenhand.evaluation.registry import get_scorer
 
     torch.set_num_threads(1)

@@ -23,6 +23,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+
     from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
     from evenhand.decoding.group_coverage import GroupCoverageProcessor
     from evenhand.decoding.group_vocab import GroupTables, build_group_vocab

@@ -6,7 +6,13 @@ so that importing the package does not import torch or transformers.
 
 from __future__ import annotations
 
-from evenhand.evaluation.lazy import lazy_attributes
+from typing import TYPE_CHECKING
+
+from ..evaluation.lazy import lazy_attributes
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; _LAZY serves the same names at run time
+    from .abstractiveness import AbstractivenessProcessor as AbstractivenessProcessor
+    from .abstractiveness import fragment_penalties as fragment_penalties
 
 _LAZY = {
     "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",

@@ -50,8 +50,9 @@ class TextEncoder:
         self, model: str = "minilm", layer: int | None = None, device: str | None = None,
         max_length: int | None = None,
     ) -> None:
-        from evenhand.decoding.models import default_device, minilm_path
         from transformers import AutoModel, AutoTokenizer
+
+        from .models import default_device, minilm_path
 
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"`model` must be 'minilm' or an encoder folder/HF id, got {model!r}")

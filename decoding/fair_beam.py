@@ -46,15 +46,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evenhand.decoding.group_coverage import (
+from ..evaluation.fairsumm import unfair_error_rate
+from .group_coverage import (
     DEFAULT_PRIOR,
     DEFAULT_TAU,
     group_counts,
     observed_shares,
     smoothed_shares,
 )
-from evenhand.decoding.group_vocab import GroupTables
-from evenhand.evaluation.fairsumm import unfair_error_rate
+from .group_vocab import GroupTables
 
 
 @dataclass(frozen=True)

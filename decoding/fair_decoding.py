@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evenhand.decoding.settings import BatchHooks, FairnessSettings
-from evenhand.evaluation.schema import Example
+from ..evaluation.schema import Example
+from .settings import BatchHooks, FairnessSettings
 
 
 def check_examples(examples: Sequence[Example], config: FairnessSettings) -> None:
@@ -26,9 +26,9 @@ def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> Batc
 
     ``settings``: the fairness part to apply (default: the batch's config).
     """
-    from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
-    from evenhand.decoding.group_coverage import GroupCoverageProcessor
-    from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
+    from .fair_beam import FairBeamSettings, fair_beam_search
+    from .group_coverage import GroupCoverageProcessor
+    from .group_vocab import GroupTables, build_group_vocab
 
     config = settings if settings is not None else batch.config
     if not config.active:
@@ -46,8 +46,8 @@ def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> Batc
     if config.fair_beam > 0 or config.fair_meaning > 0:
         meaning = None
         if config.fair_meaning > 0:
-            from evenhand.decoding.embeddings import load_encoder
-            from evenhand.decoding.meaning import MeaningCoverage
+            from .embeddings import load_encoder
+            from .meaning import MeaningCoverage
 
             device = str(batch.input_ids.device)
             meaning = MeaningCoverage.build(

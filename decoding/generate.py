@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evenhand.decoding.settings import (
+from ..evaluation.schema import DataError, Example
+from .settings import (
     PARTS,
     AbstractivenessSettings,
     BatchHooks,
@@ -18,7 +19,6 @@ from evenhand.decoding.settings import (
     generated_only_penalty,
     part_of,
 )
-from evenhand.evaluation.schema import DataError, Example
 
 
 @dataclass
@@ -119,7 +119,7 @@ def response_prefixes(model: Any, examples: Sequence[Example], config: GenerateC
     Encoder-decoder models get none: an explicit ``response_prefix`` raises, the
     prompt kinds' defaults are dropped.
     """
-    from evenhand.decoding.prompting import response_prefix
+    from .prompting import response_prefix
 
     if model.config.is_encoder_decoder:
         if config.response_prefix:
@@ -137,7 +137,7 @@ def encode_prompts(
     model: Any, tokenizer: Any, examples: Sequence[Example], config: GenerateConfig
 ) -> Any:
     """Tokenize the chat prompts of ``examples``; raise DataError if one exceeds the context."""
-    from evenhand.decoding.prompting import build_prompt, chat_prompt
+    from .prompting import build_prompt, chat_prompt
 
     prefixes = response_prefixes(model, examples, config)
     texts = [
@@ -198,18 +198,19 @@ def generate(
         The summaries, in example order. The same inputs, config and seed give the
         same outputs: each batch re-seeds torch with ``seed + index of its first example``.
     """
-    from evenhand.decoding.server import ServerClient
+    from .server import ServerClient
 
     config = config or GenerateConfig()
     if overrides:
         config = dataclasses.replace(config, **overrides)
     if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py, no torch
-        from evenhand.decoding.server_generate import generate_via_server
+        from .server_generate import generate_via_server
 
         return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
     import torch
-    from evenhand.decoding.fair_decoding import check_examples
     from transformers import LogitsProcessorList
+
+    from .fair_decoding import check_examples
 
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
@@ -260,7 +261,7 @@ class SummaryCollector:
 
     def add(self, batch: list[Example], texts: list[str]) -> None:
         """Keep one batch's summaries (in example order)."""
-        from evenhand.decoding.prompting import clean_summary
+        from .prompting import clean_summary
 
         if self.config.clean:
             texts = [clean_summary(t) for t in texts]

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evenhand.decoding.group_vocab import GroupTables
 from transformers import LogitsProcessor
+
+from .group_vocab import GroupTables
 
 DEFAULT_TAU = 0.8
 DEFAULT_PRIOR = 1.0

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
-from evenhand.evaluation.schema import DataError, Example
-from evenhand.evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
+from ..evaluation.schema import DataError, Example
+from ..evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
 
 #: A fairness target: "ratio" (source distribution), "equal" (uniform) or shares per group.
 Fairness = Union[str, Mapping[str, float]]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.schema import DataError
+from ..evaluation.schema import DataError
 
 
 def free_port() -> int:
@@ -76,7 +76,7 @@ def local_llama_server(
             "(or `make setup`, which installs the dev extras)"
         )
     if gguf is None:
-        from evenhand.decoding.models import smollm2_gguf_path
+        from .models import smollm2_gguf_path
 
         gguf = smollm2_gguf_path()
     port = free_port()

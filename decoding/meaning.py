@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evenhand.evaluation.fairsumm import unfair_error_rate
-from evenhand.evaluation.schema import Example
-from evenhand.evaluation.sentences import split_sentences, word_blocks
+from ..evaluation.fairsumm import unfair_error_rate
+from ..evaluation.schema import Example
+from ..evaluation.sentences import split_sentences, word_blocks
 
 MEASURES = ("ec", "uer", "both")
 
@@ -165,7 +165,8 @@ class MeaningCoverage:
         a summary without units or covered units gets EC 1 (the worst)."""
         import numpy as np
         import torch
-        from evenhand.evaluation.coverage import equal_coverage
+
+        from ..evaluation.coverage import equal_coverage
 
         b, k, _ = generated.shape
         texts = self.tokenizer.batch_decode(generated.reshape(b * k, -1), skip_special_tokens=True)

@@ -207,7 +207,7 @@ def check_local(name_or_path: str, flag: str = "--model") -> None:
     ``DataError("not found locally: ...")`` in well under a second, instead of a
     hub request and a traceback. Online (``--allow-download``) everything passes.
     """
-    from evenhand.evaluation.schema import DataError
+    from ..evaluation.schema import DataError
 
     if ALIASES.get(name_or_path) or Path(name_or_path).exists():
         return
@@ -309,11 +309,12 @@ def load_generator(
         token set (left padding for decoder-only models).
     """
     import torch
-    from evenhand.decoding.server import is_server_url
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+    from .server import is_server_url
+
     if is_server_url(name_or_path):
-        from evenhand.evaluation.schema import DataError
+        from ..evaluation.schema import DataError
 
         raise DataError(
             f"`model` {name_or_path!r} is a server URL, but this step runs the model in-process "

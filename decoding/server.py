@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from evenhand.evaluation.schema import DataError
+from ..evaluation.schema import DataError
 
 #: Statuses worth retrying: rate limiting and server-side failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

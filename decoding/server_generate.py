@@ -43,8 +43,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evenhand.decoding.server import ServerClient
-from evenhand.evaluation.schema import DataError, Example
+from ..evaluation.schema import DataError, Example
+from .server import ServerClient
 
 _WHY = (
     "logits processors run inside the decoding loop, and an OpenAI-compatible server runs "
@@ -76,7 +76,7 @@ def check_server_config(config: Any, processor_builders: Sequence[Any] = ()) -> 
 
 def messages(example: Example, config: Any) -> list[dict[str, str]]:
     """The chat messages of one example: the in-process prompt, before any chat template."""
-    from evenhand.decoding.prompting import DEFAULT_SYSTEM, build_prompt
+    from .prompting import DEFAULT_SYSTEM, build_prompt
 
     user = build_prompt(example, config.instruction, config.fair_prompt, config.prompt_kind)
     return [{"role": "system", "content": DEFAULT_SYSTEM}, {"role": "user", "content": user}]
@@ -129,7 +129,7 @@ def generate_via_server(
     call) is seeded ``config.seed + i``, so the same inputs and seed give the
     same outputs from the same server and model.
     """
-    from evenhand.decoding.generate import SummaryCollector
+    from .generate import SummaryCollector
 
     check_server_config(config, processor_builders)
     for i, ex in enumerate(examples):

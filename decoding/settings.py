@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.decoding.prompting import KIND_CHOICES, check_kind
+from .prompting import KIND_CHOICES, check_kind
 
 
 @dataclass
@@ -219,7 +219,7 @@ class AbstractivenessSettings:
 
     def builders(self) -> list[ProcessorBuilder]:
         """The abstractiveness penalty or the extraction reward processor, when one is set."""
-        from evenhand.decoding.source_tokens import abstractiveness_builder
+        from .source_tokens import abstractiveness_builder
 
         if self.abstractiveness is not None:
             return [abstractiveness_builder(self.abstractiveness, reward=False)]
@@ -272,7 +272,7 @@ class FairnessSettings:
 
     def check(self) -> None:
         """Normalize ``fairness``; raise ValueError for bad or contradictory fairness settings."""
-        from evenhand.decoding.group_vocab import parse_fairness
+        from .group_vocab import parse_fairness
 
         self.fairness = parse_fairness(self.fairness)
         for name in ("fairness_strength", "fair_beam", "fair_meaning"):
@@ -319,7 +319,7 @@ class FairnessSettings:
         """The group-coverage processor and fair beam search (``fair_decoding.fairness_hooks``)."""
         if not self.active:
             return []
-        from evenhand.decoding.fair_decoding import fairness_hooks
+        from .fair_decoding import fairness_hooks
 
         return [lambda batch: fairness_hooks(batch, self)]
 

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from evenhand.decoding.generate import ProcessorBuilder, PromptBatch
+from .generate import ProcessorBuilder, PromptBatch
 
 #: Separator between documents in a source: negative ids never match.
 SEPARATOR = -1
@@ -69,7 +69,7 @@ def prompt_source_ids(tokenizer: Any, prompt: str, texts: Sequence[str]) -> list
 
 def source_token_ids(batch: PromptBatch) -> list[list[int]]:
     """One source id list per example of ``batch`` (see the module docstring)."""
-    from evenhand.decoding.prompting import build_prompt, chat_prompt
+    from .prompting import build_prompt, chat_prompt
 
     tok, config = batch.tokenizer, batch.config
     if batch.model.config.is_encoder_decoder:
@@ -90,7 +90,7 @@ def source_token_ids(batch: PromptBatch) -> list[list[int]]:
 
 def abstractiveness_builder(h: float, reward: bool = False) -> ProcessorBuilder:
     """A processor builder adding ``AbstractivenessProcessor(h, reward)`` to each batch."""
-    from evenhand.decoding.abstractiveness import AbstractivenessProcessor, _check_h
+    from .abstractiveness import AbstractivenessProcessor, _check_h
 
     _check_h(h)
 

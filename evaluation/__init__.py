@@ -3,10 +3,10 @@
 This package imports nothing else of ours (see DEVELOPERS.md layout).
 """
 
-from evenhand.evaluation import corpus, coverage, factuality, fairsumm, fragments, ranking
-from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
-from evenhand.evaluation.fragments import FragmentScores, fragment_scores
-from evenhand.evaluation.mint import MintScore, mean_mint, mint, mint_tokens
+from . import corpus, coverage, factuality, fairsumm, fragments, ranking
+from .corpus import PairCorpus, fragment_scores_corpus, mint_corpus
+from .fragments import FragmentScores, fragment_scores
+from .mint import MintScore, mean_mint, mint, mint_tokens
 
 __all__ = [
     "FragmentScores",

@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from evenhand.evaluation.schema import DataError
+
+from .schema import DataError
 
 NORMALIZATIONS = ("rank", "zscore")
 #: Ridge strengths tried by the grouped cross-validation.

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evenhand.evaluation.lists import split_list
+from .lists import split_list
 
 T = TypeVar("T")
 
@@ -124,7 +124,8 @@ def check_scalar_types(cls: type, values: Mapping[str, Any], where: str = "confi
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """The top-level mapping of a YAML file (an empty file is ``{}``)."""
     import yaml
-    from evenhand.evaluation.files import read_utf8
+
+    from .files import read_utf8
 
     path = Path(path)
     try:

@@ -36,8 +36,9 @@ from collections.abc import Callable, Hashable, Sequence
 from functools import cached_property
 
 import numpy as np
-from evenhand.evaluation.fragments import FragmentScores, greedy_fragments_ids
-from evenhand.evaluation.mint import MintScore
+
+from .fragments import FragmentScores, greedy_fragments_ids
+from .mint import MintScore
 
 #: Match-mask rows built at a time for one source (bounds the boolean block to ~4 MB).
 _MASK_BLOCK_CELLS = 1 << 22
@@ -113,7 +114,7 @@ class PairCorpus:
     """
 
     def __init__(self, sources: Sequence[str], summaries: Sequence[str]) -> None:
-        from evenhand.evaluation.text import spacy_lower_hashes
+        from .text import spacy_lower_hashes
 
         self._init(sources, summaries, spacy_lower_hashes)
 

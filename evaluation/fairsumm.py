@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 import numpy as np
-from evenhand.evaluation.text import fairsumm_tokens
+
+from .text import fairsumm_tokens
 
 Counts = Union[Mapping[Hashable, float], Sequence[float], np.ndarray]
 Reference = Union[Literal["ratio", "equal"], Counts]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evenhand.evaluation.schema import DataError
+from .schema import DataError
 
 
 def read_utf8(path: str | Path, flag: str = "") -> str:

@@ -30,9 +30,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from evenhand.evaluation.lcs import token_ids
-from evenhand.evaluation.mint import ngram_match_counts
-from evenhand.evaluation.text import spacy_tokens
+
+from .lcs import token_ids
+from .mint import ngram_match_counts
+from .text import spacy_tokens
 
 
 @dataclass(frozen=True)

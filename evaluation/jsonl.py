@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from evenhand.evaluation.files import read_utf8
-from evenhand.evaluation.schema import DataError, Example
+from .files import read_utf8
+from .schema import DataError, Example
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

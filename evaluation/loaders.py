@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.schema import DataError, Document, Example
+from .schema import DataError, Document, Example
 
 _EXAMPLE_FIELDS = (
     "id", "documents", "attribute", "group_values", "instruction", "prompt",
@@ -74,7 +74,7 @@ def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Exam
 
 def load_jsonl(path: str | Path) -> list[Example]:
     """Generic JSONL: one example per non-empty line."""
-    from evenhand.evaluation.jsonl import iter_jsonl
+    from .jsonl import iter_jsonl
 
     path = Path(path)
     examples = [
@@ -185,7 +185,7 @@ def from_dataset(dataset: Iterable[Mapping[str, Any]]) -> list[Example]:
 
 
 def _read_json(path: Path) -> list[Any]:
-    from evenhand.evaluation.files import read_utf8
+    from .files import read_utf8
 
     try:
         data = json.loads(read_utf8(path))
@@ -235,7 +235,7 @@ LOADERS = {
 
 def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
     """Load examples from ``path``; ``format`` one of LOADERS' keys, or detected."""
-    from evenhand.evaluation.files import read_utf8
+    from .files import read_utf8
 
     path = Path(path)
     if not path.is_file():

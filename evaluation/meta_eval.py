@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.schema import DataError
+from .schema import DataError
 
 TRUTHS = ("coverage", "faithfulness")
 
@@ -49,7 +49,7 @@ class ControlledSet:
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""
-    from evenhand.evaluation.files import read_utf8
+    from .files import read_utf8
 
     path = Path(path)
     try:
@@ -90,7 +90,7 @@ def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> Control
     if path.suffix != ".jsonl":
         data = load_controlled(path)
         return data
-    from evenhand.evaluation.jsonl import read_jsonl
+    from .jsonl import read_jsonl
 
     rows = read_jsonl(path)
     if not rows:
@@ -136,7 +136,7 @@ class Correlation:
 
 
 def _stats(metric: Any, truth: Any, groups: Any) -> tuple[float, float]:
-    from evenhand.evaluation.ranking import pairwise_winrate, spearman
+    from .ranking import pairwise_winrate, spearman
 
     return spearman(metric, truth), pairwise_winrate(metric, truth, groups)
 
@@ -147,7 +147,8 @@ def meta_evaluate(
 ) -> dict[str, Correlation]:
     """Spearman ρ and winrate of ``scores`` against ``truth`` with source-bootstrap intervals."""
     import numpy as np
-    from evenhand.evaluation.bootstrap import percentile_interval
+
+    from .bootstrap import percentile_interval
 
     m, t, src = np.asarray(scores, float), np.asarray(truth, float), np.asarray(source_index)
     if not (len(m) == len(t) == len(src)):

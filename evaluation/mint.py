@@ -28,8 +28,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from evenhand.evaluation.lcs import lcs_length_ids, token_ids
-from evenhand.evaluation.text import spacy_tokens
+
+from .lcs import lcs_length_ids, token_ids
+from .text import spacy_tokens
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def mint_batch(
     matched at once; same values as :func:`mint` pair by pair. ``n_jobs``:
     worker processes (off by default).
     """
-    from evenhand.evaluation.corpus import mint_corpus
+    from .corpus import mint_corpus
 
     return mint_corpus(sources, summaries, n_jobs=n_jobs)
 

@@ -19,8 +19,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from evenhand.evaluation.bootstrap import percentile_interval
 from numpy.typing import ArrayLike
+
+from .bootstrap import percentile_interval
 
 
 @dataclass(frozen=True)

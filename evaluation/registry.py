@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evenhand.evaluation.scorer import Scorer
+from .scorer import Scorer
 
 _REGISTRY: dict[str, type[Scorer]] = {}
 
@@ -137,7 +137,7 @@ def check_names(names: str | Iterable[str], flag: str = "scorers") -> list[str]:
     Each name is checked (:func:`scorer_class`); an unknown one raises
     UnknownScorerError prefixed with ``flag``; no name at all raises it too.
     """
-    from evenhand.evaluation.lists import split_list
+    from .lists import split_list
 
     checked = split_list(names, flag, empty_ok=True)
     if not checked:

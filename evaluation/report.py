@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.jsonl import write_csv, write_jsonl
-from evenhand.evaluation.registry import check_names, get_scorer
-from evenhand.evaluation.schema import DataError, Example
-from evenhand.evaluation.scorer import Scorer
+from .jsonl import write_csv, write_jsonl
+from .registry import check_names, get_scorer
+from .schema import DataError, Example
+from .scorer import Scorer
 
 Row = dict[str, Any]
 
@@ -122,7 +122,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
-    from evenhand.evaluation.jsonl import iter_jsonl
+    from .jsonl import iter_jsonl
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):

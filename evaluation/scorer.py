@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Union
 
-from evenhand.evaluation.schema import DataError, Document, Example
+from .schema import DataError, Document, Example
 
 #: What a scorer accepts per output: see the module docstring.
 Source = Union[Example, str, Sequence[str]]

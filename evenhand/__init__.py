@@ -13,7 +13,35 @@ The layers themselves are ``evenhand.evaluation``, ``evenhand.decoding``,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evenhand.evaluation.lazy import lazy_attributes
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; _PUBLIC serves the same names at run time
+    from evenhand.decoding.abstractiveness import (
+        AbstractivenessProcessor as AbstractivenessProcessor,
+    )
+    from evenhand.decoding.generate import GenerateConfig as GenerateConfig
+    from evenhand.decoding.generate import generate as generate
+    from evenhand.decoding.models import load_generator as load_generator
+    from evenhand.decoding.server import ServerClient as ServerClient
+    from evenhand.decoding.server import ServerConfig as ServerConfig
+    from evenhand.evaluation.calibration import Calibration as Calibration
+    from evenhand.evaluation.fragments import fragment_scores as fragment_scores
+    from evenhand.evaluation.loaders import load_examples as load_examples
+    from evenhand.evaluation.mint import mint as mint
+    from evenhand.evaluation.registry import available as available
+    from evenhand.evaluation.registry import get_scorer as get_scorer
+    from evenhand.evaluation.registry import register as register
+    from evenhand.evaluation.schema import DataError as DataError
+    from evenhand.evaluation.schema import Document as Document
+    from evenhand.evaluation.schema import Example as Example
+    from evenhand.evaluation.scorer import Scorer as Scorer
+    from evenhand.evaluation.scorer import ScorerConfig as ScorerConfig
+    from evenhand.rerank.reranker import RerankConfig as RerankConfig
+    from evenhand.rerank.reranker import Reranker as Reranker
+    from evenhand.training.config import DPORRConfig as DPORRConfig
+    from evenhand.training.loop import train_dpo_rr as train_dpo_rr
 
 __version__ = "0.1.0"
 

@@ -5,9 +5,9 @@
 [0.5]
 """
 
-from evenhand.evaluation.registry import available, get_scorer, register, scorer_class
-from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, as_example
-from evenhand.rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
+from ..evaluation.registry import available, get_scorer, register, scorer_class
+from ..evaluation.scorer import Scorer, ScorerConfig, Source, as_example
+from .reranker import RECIPES, RerankConfig, Reranker, select_best
 
 __all__ = [
     "RECIPES", "Reranker", "RerankConfig", "Scorer", "ScorerConfig", "Source", "as_example",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.scorer import ScorerConfig
+from ..evaluation.scorer import ScorerConfig
 
 FALLBACK_NAME = "alignscore-minilm-fallback"
 FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
@@ -58,7 +58,7 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 def _device(device: str | None) -> str:
-    from evenhand.decoding.models import default_device
+    from ..decoding.models import default_device
 
     return device or default_device()
 
@@ -239,8 +239,9 @@ class MiniLMFallback(AlignBackend):
     name = FALLBACK_NAME
 
     def __init__(self, model: str | None = None, device: str | None = None, max_length: int = 256):
-        from evenhand.decoding.models import minilm_path
         from transformers import AutoModel, AutoTokenizer
+
+        from ..decoding.models import minilm_path
 
         path = model or str(minilm_path())
         self.model = AutoModel.from_pretrained(path)

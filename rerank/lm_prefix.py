@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from evenhand.decoding.server import ServerClient, ServerConfig, is_server_url
-from evenhand.evaluation.schema import DataError
-from evenhand.evaluation.scorer import Scorer, ScorerConfig
+from ..decoding.server import ServerClient, ServerConfig, is_server_url
+from ..evaluation.schema import DataError
+from ..evaluation.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(
@@ -241,7 +241,7 @@ class LmBackedScorer(Scorer):
         if self.server is not None:
             raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
         if self._model is None:
-            from evenhand.decoding.models import load_generator
+            from ..decoding.models import load_generator
 
             self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)
         return self._model, self._tokenizer

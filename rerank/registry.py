@@ -3,7 +3,7 @@
 ``from evenhand.rerank.registry import register, get_scorer`` keeps working.
 """
 
-from evenhand.evaluation.registry import (
+from ..evaluation.registry import (
     UnknownScorerError,
     available,
     check_names,

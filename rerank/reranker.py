@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.configs import coerce_lists
-from evenhand.evaluation.jsonl import ResumableJsonl
-from evenhand.evaluation.lists import split_list
-from evenhand.evaluation.schema import Example
-from evenhand.evaluation.scorer import Scorer
+from ..evaluation.configs import coerce_lists
+from ..evaluation.jsonl import ResumableJsonl
+from ..evaluation.lists import split_list
+from ..evaluation.schema import Example
+from ..evaluation.scorer import Scorer
 
 #: The paper's three samplers: GenerateConfig fields each one sets.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -146,7 +146,7 @@ class Reranker:
         self, model: Any, tokenizer: Any, scorer: Scorer, config: RerankConfig | None = None,
         generate_config: Any = None, floor_scorers: dict[str, Scorer] | None = None,
     ) -> None:
-        from evenhand.decoding.generate import GenerateConfig
+        from ..decoding.generate import GenerateConfig
 
         self.model = model
         self.tokenizer = tokenizer
@@ -166,7 +166,7 @@ class Reranker:
 
     def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:
         """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order."""
-        from evenhand.decoding.generate import generate
+        from ..decoding.generate import generate
 
         plan = self.config.plan()
         out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
@@ -217,7 +217,7 @@ class Reranker:
 
     def plain_candidate(self, example: Example, index: int) -> dict[str, Any]:
         """The plain beam-search summary (base config) as candidate ``index``, recipe ``"beam"``."""
-        from evenhand.decoding.generate import generate
+        from ..decoding.generate import generate
 
         text = generate(self.model, self.tokenizer, [example], self.generate_config, progress=False)[0]
         return {"text": text, "recipe": "beam", "index": index}
@@ -253,7 +253,7 @@ def build_floor_scorers(
     options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Scorer]:
     """The scorers behind ``floors``: the selection scorer's own component where it has one."""
-    from evenhand.evaluation.registry import get_scorer
+    from ..evaluation.registry import get_scorer
 
     components = getattr(scorer, "components", {})
     options = options or {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, as_example, target_view
+from ..evaluation.scorer import Scorer, ScorerConfig, Source, as_example, target_view
 
 __all__ = ["Scorer", "ScorerConfig", "Source", "as_example", "share_model", "target_view"]
 
@@ -21,7 +21,7 @@ def share_model(scorer: Scorer, model: Any, tokenizer: Any, name: str) -> int:
     resolved) gets the loaded model instead of loading its own copy. Its cache key
     keeps the configured name. Returns how many scorers now share the model.
     """
-    from evenhand.decoding.models import ALIASES
+    from ..decoding.models import ALIASES
 
     def same(a: str) -> bool:
         return ALIASES.get(a, a) == ALIASES.get(name, name)

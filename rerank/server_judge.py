@@ -31,8 +31,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evenhand.decoding.server import ServerClient
-from evenhand.evaluation.schema import DataError, Example
+from ..decoding.server import ServerClient
+from ..evaluation.schema import DataError, Example
 
 #: Top log-probs asked for per position (the OpenAI API's maximum, vLLM's default limit).
 TOP_LOGPROBS = 20
@@ -42,7 +42,7 @@ PARSE_TOKENS = 8
 
 def judge_messages(template: str, example: Example, summary: str) -> list[dict[str, str]]:
     """The chat messages of one judge call: the in-process prompt before its chat template."""
-    from evenhand.decoding.prompting import DEFAULT_SYSTEM
+    from ..decoding.prompting import DEFAULT_SYSTEM
 
     user = template.format(article=example.source_text("\n\n"), summary=summary)
     return [{"role": "system", "content": DEFAULT_SYSTEM}, {"role": "user", "content": user}]
@@ -95,7 +95,7 @@ def digit_probs(top: Sequence[tuple[str, float]]) -> list[float]:
 
 def read_judgement(response: dict[str, Any], mode: str, judge: str) -> dict[str, Any]:
     """The judge record of one response: ``score``, ``argmax``, ``digit_mass``, ``judge`` (+ ``reply``)."""
-    from evenhand.rerank.scorers.llm_judge import expected_digit, parse_score
+    from .scorers.llm_judge import expected_digit, parse_score
 
     try:
         reply = str(response["choices"][0]["message"]["content"] or "").strip()

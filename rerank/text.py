@@ -2,6 +2,6 @@
 :mod:`evenhand.evaluation.sentences` (pure text, used by decoding's meaning-level fair
 beam search as well); re-exported here for the rerank scorers."""
 
-from evenhand.evaluation.sentences import alignscore_chunks, split_sentences, word_blocks
+from ..evaluation.sentences import alignscore_chunks, split_sentences, word_blocks
 
 __all__ = ["alignscore_chunks", "split_sentences", "word_blocks"]

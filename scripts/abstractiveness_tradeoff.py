@@ -53,12 +53,13 @@ def single_document_examples(path: Path, limit: int) -> list:
 def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Generate every setting (resumably), then score and print the table."""
     import numpy as np
+    from rouge_score import rouge_scorer
+
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.fragments import fragment_scores
     from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl
     from evenhand.evaluation.mint import mint
-    from rouge_score import rouge_scorer
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -85,9 +85,8 @@ class ExperimentConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evenhand.training.config import DPORRConfig
-
     from evenhand.args import add_dataclass_arguments
+    from evenhand.training.config import DPORRConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=None, help="YAML of ExperimentConfig and DPORRConfig fields.")
@@ -100,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 def load_configs(args: argparse.Namespace) -> tuple[ExperimentConfig, Any]:
     """(experiment, DPORRConfig) from the YAML file and the flags (flags win; unknown keys are errors)."""
     import yaml
+
     from evenhand.training.config import DPORRConfig
 
     values: dict[str, Any] = {}

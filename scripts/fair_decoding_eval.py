@@ -110,8 +110,9 @@ class Metrics:
 
     def rows(self, examples: list[Any], summaries: list[str]) -> list[dict[str, float]]:
         """Per example: the COLUMNS (EC NaN when undefined), MINT and ROUGE-L (best gold, x100)."""
-        from evenhand.evaluation.mint import mint
         from rouge_score import rouge_scorer
+
+        from evenhand.evaluation.mint import mint
 
         details = {key: scorer.score_details(examples, summaries) for key, scorer in self.scorers.items()}
         rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
@@ -170,6 +171,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.lists import split_list
     from evenhand.evaluation.loaders import load_examples

@@ -7,6 +7,10 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LogitsProcessor
+
 from evenhand.decoding import AbstractivenessProcessor, fragment_penalties
 from evenhand.decoding.abstractiveness import fragment_increment, log_lambda
 from evenhand.decoding.generate import GenerateConfig, PromptBatch, generate
@@ -16,9 +20,6 @@ from evenhand.decoding.source_tokens import (
     source_token_ids,
 )
 from evenhand.evaluation.schema import Document, Example
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from transformers import LogitsProcessor
 
 # The authors' tests use f(x) = x**2 / c**2 with c = 1, i.e. ln2 * x**2 / h**2 with h = sqrt(ln2).
 H_AUTHORS = math.sqrt(math.log(2))
@@ -260,8 +261,9 @@ def test_generate_increments_match_reference(tiny, mode, reward):
 
 
 def test_strong_reward_copies_and_strong_penalty_avoids_source(tiny):
-    from evenhand.decoding.generate import encode_prompts
     from transformers import LogitsProcessorList
+
+    from evenhand.decoding.generate import encode_prompts
 
     model, tok = tiny
     config = GenerateConfig(max_new_tokens=6, num_beams=1, no_repeat_ngram_size=0)

@@ -3,12 +3,12 @@
 import json
 
 import pytest
+
+from evenhand.cli import main
 from evenhand.evaluation.configs import as_list, list_fields, load_config
 from evenhand.rerank.reranker import RerankConfig
 from evenhand.rerank.scorers.composite import CompositeConfig
 from evenhand.training.config import DPORRConfig
-
-from evenhand.cli import main
 
 
 def test_list_fields_are_typed():

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import shared_file
+
 from evenhand.evaluation.calibration import (
     Calibration,
     _transform,
@@ -119,9 +120,8 @@ def _annotated(path: Path) -> Path:
 
 
 def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, capsys) -> None:
-    from evenhand.evaluation.registry import get_scorer
-
     from evenhand.cli import main
+    from evenhand.evaluation.registry import get_scorer
 
     data = _annotated(tmp_path / "human.jsonl")
     out = tmp_path / "cal.json"

@@ -4,12 +4,12 @@ import subprocess
 import sys
 
 import pytest
-from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
-from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens
-from evenhand.evaluation.mint import mint, mint_batch, mint_tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
+from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens
+from evenhand.evaluation.mint import mint, mint_batch, mint_tokens
 from tests.conftest import shared_file
 
 

@@ -1,5 +1,8 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evenhand.evaluation.coverage import (
     coverage_parity,
     coverage_significance,
@@ -8,8 +11,6 @@ from evenhand.evaluation.coverage import (
     proportional_representation,
     significant_share,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_hand_computed_equal_coverage():

@@ -1,4 +1,7 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evenhand.evaluation.fairsumm import (
     auc,
     corpus_fairness,
@@ -10,8 +13,6 @@ from evenhand.evaluation.fairsumm import (
     source_counts,
 )
 from evenhand.evaluation.text import fairsumm_tokens
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 # Computed with the authors' code (issue 3).
 AUTHOR_VECTORS = [

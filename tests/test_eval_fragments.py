@@ -1,8 +1,9 @@
 import pytest
-from evenhand.evaluation.factuality import factuality_at, mint_adjusted_factuality
-from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens, greedy_fragments
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from evenhand.evaluation.factuality import factuality_at, mint_adjusted_factuality
+from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens, greedy_fragments
 
 
 def reference_greedy(article, summary):

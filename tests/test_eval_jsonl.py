@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from evenhand.evaluation.jsonl import atomic_open, read_jsonl, write_csv, write_json, write_jsonl
 
 

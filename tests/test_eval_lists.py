@@ -1,6 +1,7 @@
 """split_list: the one parser of comma-separated list options."""
 
 import pytest
+
 from evenhand.evaluation.lists import split_list
 
 

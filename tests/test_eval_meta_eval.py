@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 from conftest import write_controlled
-from evenhand.evaluation.meta_eval import load_controlled, meta_evaluate
-from evenhand.evaluation.schema import DataError
 
 from evenhand.cli import build_parser, main
+from evenhand.evaluation.meta_eval import load_controlled, meta_evaluate
+from evenhand.evaluation.schema import DataError
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CONTROLLED = DATA / "perspective_metric_eval" / "controlled_summaries_dev.json"

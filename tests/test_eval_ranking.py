@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from evenhand.evaluation.ranking import (
     bradley_terry,
     fit_bradley_terry,

@@ -1,6 +1,10 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evenhand.cli import main
 from evenhand.evaluation.registry import UnknownScorerError, available, get_scorer, register
 from evenhand.evaluation.report import (
     Scored,
@@ -14,10 +18,6 @@ from evenhand.evaluation.report import (
 from evenhand.evaluation.schema import DataError, Document, Example
 from evenhand.evaluation.scorer import MetricScorer
 from evenhand.evaluation.scorers.abstractiveness import fragments_row, mint_row
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from evenhand.cli import main
 from tests.conftest import shared_file
 
 

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 import torch
+
 from evenhand.decoding.fair_beam import FairBeamSettings, _keep_alive_order, fair_beam_search
 from evenhand.decoding.generate import GenerateConfig, generate
 from evenhand.decoding.group_coverage import GroupCoverageProcessor

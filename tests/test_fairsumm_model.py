@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from evenhand.evaluation.fairsumm import (
     corpus_fairness,
     greedy_precision,
@@ -120,9 +121,10 @@ def test_aggregate_agrees_with_the_ngram_path(tmp_path):
 def test_bertscore_real_tiny_encoder_token_states(tmp_path):
     """TextEncoder: unit-norm states of the chosen layer and a mask of the special tokens."""
     import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
     from evenhand.decoding.embeddings import TextEncoder
     from evenhand.decoding.models import minilm_path
-    from transformers import AutoTokenizer, BertConfig, BertModel
 
     tok = AutoTokenizer.from_pretrained(str(minilm_path()))
     torch.manual_seed(0)
@@ -164,6 +166,7 @@ def test_bartscore_target_is_softmax_of_value_likelihoods(tiny_causal):
 
 def test_score_end_adds_the_end_tokens_log_prob(tiny_causal):
     import torch
+
     from evenhand.decoding.prompting import format_documents
 
     model, tok = tiny_causal

@@ -1,4 +1,5 @@
 import pytest
+
 from evenhand.decoding.generate import GenerateConfig, generate
 from evenhand.decoding.prompting import PROMPT_KINDS, build_prompt, chat_prompt, format_documents
 from evenhand.evaluation.schema import DataError, Document, Example
@@ -108,6 +109,7 @@ def test_seq2seq_generation(tokenizer):
 
 def test_repetition_penalty_spares_the_prompt(tiny_causal):
     import torch
+
     from evenhand.decoding.generate import _generated_only_penalty
 
     model, _ = tiny_causal

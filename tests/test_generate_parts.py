@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+
 from evenhand.decoding.generate import GenerateConfig, PromptBatch, encode_prompts, generate
 from evenhand.decoding.settings import (
     AbstractivenessSettings,
@@ -51,9 +52,10 @@ def test_each_part_checks_its_own_fields():
 
 
 def test_every_part_adds_its_processors_through_one_path_in_order(tiny_causal):
+    from transformers import RepetitionPenaltyLogitsProcessor
+
     from evenhand.decoding.abstractiveness import AbstractivenessProcessor
     from evenhand.decoding.group_coverage import GroupCoverageProcessor
-    from transformers import RepetitionPenaltyLogitsProcessor
 
     model, tok = tiny_causal
     config = GenerateConfig(max_new_tokens=3, abstractiveness=2.0, fairness="ratio",

@@ -21,15 +21,34 @@ LAYERS = {
 OLD_NAMES = ("evaluation", "decoding", "rerank", "training")
 
 
-def imported_modules(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every absolute import in a Python file."""
+def package_of(path: Path) -> str:
+    """The package a file of ours runs in: ``decoding/x.py`` -> ``evenhand.decoding``."""
+    parts = path.resolve().relative_to(ROOT).parts[:-1]
+    if parts and parts[0] in OLD_NAMES:
+        return ".".join(("evenhand", *parts))
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, package: str | None = None) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in a Python file; relative imports resolved in ``package``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = package_of(path) if package is None else package
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module:
+                    found.append((node.lineno, node.module))
+                continue
+            base = package.split(".")
+            assert node.level <= len(base), f"{path}:{node.lineno}: relative import beyond the top package"
+            base = base[: len(base) - node.level + 1]
+            if node.module:
+                found.append((node.lineno, ".".join([*base, node.module])))
+            else:  # from . import a, b: each name may be a module
+                found += [(node.lineno, ".".join([*base, alias.name])) for alias in node.names]
     return found
 
 
@@ -61,8 +80,59 @@ def test_no_file_imports_the_bare_layer_names() -> None:
 
 def test_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("import os\nfrom evenhand.rerank.registry import get_scorer\n")
-    assert imported_modules(module) == [(1, "os"), (2, "evenhand.rerank.registry")]
+    module.write_text("import os\nfrom evenhand.rerank.registry import get_scorer\nfrom ..rerank import reranker\n")
+    assert imported_modules(module, "evenhand.decoding") == [
+        (1, "os"), (2, "evenhand.rerank.registry"), (3, "evenhand.rerank")
+    ]
+    module.write_text("from ...evaluation.schema import Example\nfrom . import x\n")
+    assert imported_modules(module, "evenhand.rerank.scorers") == [
+        (1, "evenhand.evaluation.schema"), (2, "evenhand.rerank.scorers.x")
+    ]
+
+
+def test_layers_import_each_other_relatively() -> None:
+    """Inside the four layer folders every import of ours is relative, so it resolves by path
+    to the real folder (decoding/ -> ../evaluation/) for type checkers as at run time."""
+    absolute = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for folder in LAYERS
+        for path in (ROOT / folder).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("evenhand"))
+        or (isinstance(node, ast.Import) and any(a.name.startswith("evenhand") for a in node.names))
+    ]
+    assert not absolute, "use relative imports inside the layers:\n" + "\n".join(absolute)
+
+
+def test_layer_links_point_at_the_top_level_folders() -> None:
+    """evenhand/<layer> is a relative link to ../<layer>: the import name is a path."""
+    for folder in LAYERS:
+        link = ROOT / "evenhand" / folder
+        assert link.is_symlink(), f"{link} must be a symbolic link (git core.symlinks)"
+        assert Path(link.readlink() if hasattr(link, "readlink") else link.resolve()) == Path("..") / folder
+        assert link.resolve() == (ROOT / folder).resolve()
+
+
+@pytest.mark.parametrize("init", ["evenhand/__init__.py", "decoding/__init__.py"])
+def test_lazy_tables_match_what_type_checkers_see(init: str) -> None:
+    """The TYPE_CHECKING imports of a lazy package name exactly the run-time table's entries."""
+    path = ROOT / init
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = package_of(path) if init != "evenhand/__init__.py" else "evenhand"
+    static = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom)
+                base = package.split(".")[: len(package.split(".")) - imp.level + 1] if imp.level else []
+                module = ".".join([*base, imp.module or ""])
+                static.update({alias.name: module for alias in imp.names})
+    table = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+    )
+    assert static == table
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from evenhand.decoding import models
 from evenhand.decoding.models import _convert_atomically, cache_dir, tiny_model
 

@@ -1,6 +1,7 @@
 """Prompt kinds, response prefixes and the summary clean-up (no model needed)."""
 
 import pytest
+
 from evenhand.decoding.generate import GenerateConfig
 from evenhand.decoding.prompting import (
     PROMPT_KINDS,

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+
+from evenhand.cli import main
 from evenhand.evaluation.registry import (
     UnknownScorerError,
     available,
@@ -13,8 +15,6 @@ from evenhand.evaluation.registry import (
 from evenhand.evaluation.report import Scored, evaluate
 from evenhand.evaluation.schema import Document, Example
 from evenhand.evaluation.scorer import Scorer
-
-from evenhand.cli import main
 
 
 class WordCount(Scorer):

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from evenhand.cli import main
 from evenhand.evaluation.jsonl import (
     ResumableJsonl,
     backup_path,
@@ -20,8 +22,6 @@ from evenhand.evaluation.jsonl import (
     write_csv,
 )
 from evenhand.evaluation.schema import DataError
-
-from evenhand.cli import main
 
 
 def _examples(n: int) -> list[dict]:

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 import torch
+
 from evenhand.decoding.models import minilm_path
 from evenhand.evaluation.registry import get_scorer
 from evenhand.rerank.alignment import (

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+
 from evenhand.decoding.models import tiny_model
 from evenhand.evaluation.registry import get_scorer
 from evenhand.evaluation.schema import Document, Example

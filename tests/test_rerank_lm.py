@@ -6,14 +6,14 @@ import math
 import pytest
 import torch
 from conftest import CONTROLLED_ENTRIES, write_controlled
+
+from evenhand.cli import main
 from evenhand.decoding.models import tiny_model
 from evenhand.decoding.prompting import DEFAULT_SYSTEM, chat_prompt
 from evenhand.evaluation.registry import get_scorer
 from evenhand.evaluation.schema import Document, Example
 from evenhand.rerank.scorers.lm_likelihood import continuation_logprobs, sentence_of_tokens
 from evenhand.rerank.text import alignscore_chunks
-
-from evenhand.cli import main
 
 SOURCE = ["The council approved the budget.", "Critics said taxes will rise."]
 SOURCE_TEXT = "The council approved the budget.\n\nCritics said taxes will rise."
@@ -223,6 +223,7 @@ def test_meta_eval_command_with_a_saved_tiny_lm(tmp_path, tiny_causal, capsys):
 
 def test_packed_continuations_equal_padded_ones_and_unpadded_forwards(tiny_causal):
     import torch
+
     from evenhand.rerank.lm_prefix import logits_after_prefix, packed_logits_after_prefix
 
     model, _ = tiny_causal

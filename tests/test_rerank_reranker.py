@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from evenhand.decoding.generate import GenerateConfig
 from evenhand.decoding.models import tiny_model
 from evenhand.evaluation.schema import Document, Example

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 import pytest
+
 from evenhand.evaluation.registry import (
     UnknownScorerError,
     available,

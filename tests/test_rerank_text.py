@@ -1,6 +1,7 @@
 """Sentence splitting, AlignScore chunks and Equal Coverage blocks."""
 
 import pytest
+
 from evenhand.rerank.text import alignscore_chunks, split_sentences, word_blocks
 
 

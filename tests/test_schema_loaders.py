@@ -1,10 +1,10 @@
 import json
 
 import pytest
+
 from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl, write_examples
 from evenhand.evaluation.loaders import from_dataset, load_examples
 from evenhand.evaluation.schema import DataError, Document, Example
-
 from tests.conftest import shared_file
 
 

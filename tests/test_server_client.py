@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
 from evenhand.decoding.generate import GenerateConfig
 from evenhand.decoding.llama_server import free_port
 from evenhand.decoding.server import ServerClient, ServerConfig, ServerUrl, is_server_url

@@ -35,6 +35,7 @@ def test_embedded_conversion_is_plain_float_safetensors():
     import json
 
     import torch
+
     from evenhand.decoding.models import embedded_model_dir, load_generator
 
     folder = embedded_model_dir()
@@ -55,12 +56,12 @@ def test_demo_sets_get_summaries_not_preambles():
     import re
 
     import torch
+
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
     from evenhand.decoding.prompting import prompt_kind
-    from evenhand.rerank.reranker import RECIPES
-
     from evenhand.demo import demo_examples
+    from evenhand.rerank.reranker import RECIPES
 
     torch.set_num_threads(1)
     examples = demo_examples()

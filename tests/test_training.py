@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from evenhand.evaluation.schema import Document, Example
 from evenhand.training.config import DPORRConfig
 from evenhand.training.fairness import pair_weight, representation_ratios
@@ -163,9 +164,10 @@ def test_sample_prompts_seeded_without_replacement():
 def test_weighted_loss_is_the_weighted_mean_of_per_pair_losses(tiny_causal, tmp_path):
     import torch
     from datasets import Dataset
-    from evenhand.training.trainer import split_pair, weighted_dpo_trainer
     from peft import LoraConfig, get_peft_model
     from trl import DPOConfig
+
+    from evenhand.training.trainer import split_pair, weighted_dpo_trainer
 
     model, tok = tiny_causal
     peft_model = get_peft_model(
@@ -303,10 +305,10 @@ def test_resume_refuses_other_settings(one_iteration, model_dir):
 
 def test_trained_adapter_loads_back_with_model_dir(one_iteration, tmp_path):
     import torch
-    from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import write_examples
 
     from evenhand.cli import main
+    from evenhand.decoding.models import load_generator
+    from evenhand.evaluation.jsonl import write_examples
 
     out, _ = one_iteration
     adapter = iteration_dir(out, 1) / "adapter"
@@ -386,7 +388,6 @@ def test_fairness_pairs_use_equal_coverage_and_weights(model_dir):
 
 def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, capsys):
     import evenhand.training.loop
-
     from evenhand.cli import main
 
     seen = {}
@@ -411,10 +412,11 @@ def test_train_cli_builds_config_from_yaml_and_flags(tmp_path, monkeypatch, caps
 
 @pytest.mark.slow
 def test_embedded_model_is_trainable_after_dropping_the_gguf_marker():
-    from evenhand.decoding.models import load_generator
-    from evenhand.training.loop import drop_gguf_marker
     from peft import LoraConfig, get_peft_model
     from transformers.trainer_utils import validate_quantization_for_training
+
+    from evenhand.decoding.models import load_generator
+    from evenhand.training.loop import drop_gguf_marker
 
     model, _ = load_generator("smollm2-135m-instruct", device="cpu")
     before = {k: v.clone() for k, v in model.state_dict().items() if "mlp" in k or "embed" in k}

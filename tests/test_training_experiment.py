@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from evenhand.evaluation.bootstrap import paired_bootstrap
 from evenhand.evaluation.schema import DataError, Document, Example
 from evenhand.training.experiment import (

@@ -10,12 +10,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from evenhand.evaluation.schema import DataError, Document, Example
 from evenhand.training.config import DPORRConfig
 from evenhand.training.grpo import CompositeReward, check_budget, grpo_args, sampling_settings
 from evenhand.training.loop import finished_iterations, iteration_dir, train_dpo_rr
 from evenhand.training.scoring import Scoring
-
 from tests.test_training import (
     HashScorer,
     _adapter,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from evenhand.training.config import DPORRConfig
 from evenhand.training.store import RunStore
 

@@ -6,8 +6,8 @@
 >>> manifest = train_dpo_rr(DPORRConfig(data="train.jsonl", out_dir="grpo", method="grpo"))  # doctest: +SKIP
 """
 
-from evenhand.training.config import DPORRConfig
-from evenhand.training.loop import train_dpo_rr
-from evenhand.training.pairs import Pair, build_pairs
+from .config import DPORRConfig
+from .loop import train_dpo_rr
+from .pairs import Pair, build_pairs
 
 __all__ = ["DPORRConfig", "Pair", "build_pairs", "train_dpo_rr"]

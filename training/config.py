@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.configs import coerce_lists, config_from_mapping, load_config
+from ..evaluation.configs import coerce_lists, config_from_mapping, load_config
 
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
 REFERENCES = ("base", "previous")
@@ -179,7 +179,7 @@ class DPORRConfig:
             raise ValueError("`lora_target` is empty; give module names such as 'q_proj,v_proj'")
         if not self.scorer_names and not self.fairness:
             raise ValueError("`scorers` is empty; give at least one registered scorer name")
-        from evenhand.rerank.reranker import RECIPES
+        from ..rerank.reranker import RECIPES
 
         unknown = [r for r in self.recipes if r not in RECIPES]
         if not self.recipes or unknown:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.jsonl import write_json
-from evenhand.evaluation.schema import DataError, Example
-from evenhand.training.config import DPORRConfig
-from evenhand.training.scoring import Scoring
+from ..evaluation.jsonl import write_json
+from ..evaluation.schema import DataError, Example
+from .config import DPORRConfig
+from .scoring import Scoring
 
 
 def split_dev(
@@ -109,8 +109,9 @@ class RunContext:
     def load_policy(self, adapter: Path | None = None) -> None:
         """The base model with a fresh LoRA (seeded by ``config.seed``), or ``adapter`` to continue."""
         import torch
-        from evenhand.decoding.models import load_generator
         from peft import LoraConfig, PeftModel, get_peft_model
+
+        from ..decoding.models import load_generator
 
         c = self.config
         base, self.tokenizer = load_generator(c.model, device=self.device, dtype=torch.float32)
@@ -161,7 +162,7 @@ def load_data(
     config: DPORRConfig, train: Sequence[Example] | None, dev: Sequence[Example] | None
 ) -> tuple[list[Example], list[Example]]:
     """Training and dev examples: given, loaded from ``data``/``dev_data``, or split off (``split_dev``)."""
-    from evenhand.evaluation.loaders import load_examples
+    from ..evaluation.loaders import load_examples
 
     c = config
     if train is None:
@@ -181,7 +182,7 @@ def load_data(
 
 def build_scoring(config: DPORRConfig, scorers: Mapping[str, Any] | None = None) -> Scoring:
     """The run's ``Scoring``: ``scorers`` (name -> object) or the registered ``config.scorers``."""
-    from evenhand.training.scoring import registry_scoring
+    from .scoring import registry_scoring
 
     c = config
     if scorers is not None:
@@ -198,11 +199,11 @@ def open_run(
     scoring = build_scoring(config, scorers)
     fair_scorer = None
     if config.fairness:
-        from evenhand.evaluation.registry import get_scorer
+        from ..evaluation.registry import get_scorer
 
         fair_scorer = get_scorer("equal-coverage", model=config.fairness_model, progress=False)
     train_examples, dev_examples = load_data(config, train, dev)
-    from evenhand.training.scoring import scoring_source
+    from .scoring import scoring_source
 
     for ex in [*train_examples, *dev_examples]:  # DataError now, not after hours of generation
         scoring_source(ex, config.score_source)

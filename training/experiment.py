@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.jsonl import write_csv, write_json, write_jsonl
-from evenhand.evaluation.schema import DataError, Document, Example
+from ..evaluation.jsonl import write_csv, write_json, write_jsonl
+from ..evaluation.schema import DataError, Document, Example
 
 #: metric -> preferred direction: +1 higher is better, -1 lower is better, 0 descriptive.
 #: EC and UER are descriptive on TheFlipSide: the task asks for one perspective, not both alike.
@@ -104,12 +104,13 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
     import time
 
     import torch
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import read_jsonl
-    from evenhand.rerank.reranker import RerankConfig, Reranker, select_best
-    from evenhand.training.scoring import registry_scoring
     from tqdm.auto import tqdm
+
+    from ..decoding.generate import GenerateConfig
+    from ..decoding.models import load_generator
+    from ..evaluation.jsonl import read_jsonl
+    from ..rerank.reranker import RerankConfig, Reranker, select_best
+    from .scoring import registry_scoring
 
     if (out / "summary.json").is_file():
         return read_jsonl(out / "dev.jsonl")
@@ -151,10 +152,11 @@ def greedy_dev(config: Any, dev: Sequence[Example], model: str | None, out: Path
     import time
 
     import torch
-    from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import read_jsonl
-    from evenhand.training.scoring import registry_scoring
+
+    from ..decoding.generate import GenerateConfig, generate
+    from ..decoding.models import load_generator
+    from ..evaluation.jsonl import read_jsonl
+    from .scoring import registry_scoring
 
     if (out / "summary.json").is_file():
         return read_jsonl(out / "dev.jsonl")
@@ -194,7 +196,7 @@ def evaluate_summaries(
         (``composite``, each component, ``fluency``, ``words``, ``mint``,
         ``fairsumm_uer``, ``ec``, ``ec_target``; NaN where EC is undefined).
     """
-    from evenhand.evaluation.report import Scored, evaluate
+    from ..evaluation.report import Scored, evaluate
 
     if len(dev) != len(records):
         raise DataError(f"{len(records)} dev records for {len(dev)} dev examples; give one record per example")
@@ -240,7 +242,8 @@ def comparison_table(
         descriptive metrics, else ``tie``.
     """
     import numpy as np
-    from evenhand.evaluation.bootstrap import paired_bootstrap
+
+    from ..evaluation.bootstrap import paired_bootstrap
 
     out = []
     for system, baseline in pairs:

@@ -45,11 +45,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.configs import as_list
-from evenhand.evaluation.schema import DataError, Example
-from evenhand.training.context import RunContext
-from evenhand.training.scoring import Scoring
-from evenhand.training.stages import mean
+from ..evaluation.configs import as_list
+from ..evaluation.schema import DataError, Example
+from .context import RunContext
+from .scoring import Scoring
+from .stages import mean
 
 #: Column of the GRPO dataset holding the prompt's position in the iteration's prompt list.
 POSITION = "position"
@@ -75,8 +75,8 @@ def check_budget(n_prompts: int, batch_size: int, gradient_accumulation_steps: i
 
 def sampling_settings(recipes: str | Sequence[str]) -> dict[str, Any]:
     """trl generation settings of the first recipe (see module): temperature, top_p, top_k, ..."""
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.rerank.reranker import RECIPES
+    from ..decoding.generate import GenerateConfig
+    from ..rerank.reranker import RECIPES
 
     names = as_list(recipes, "recipes") or []
     if not names:
@@ -127,7 +127,7 @@ class CompositeReward:
 
     def text(self, position: int, completion: Any) -> str:
         """The summary a scorer sees: prefix + completion, cleaned."""
-        from evenhand.decoding.prompting import clean_summary
+        from ..decoding.prompting import clean_summary
 
         if isinstance(completion, list):  # conversational: [{"role": "assistant", "content": ...}]
             completion = completion[-1]["content"]
@@ -169,8 +169,8 @@ def grpo_prompts(ctx: RunContext, examples: Sequence[Example]) -> tuple[list[str
 
     Raises DataError (from ``encode_prompts``) when a prompt leaves no room for ``max_new_tokens``.
     """
-    from evenhand.decoding.generate import GenerateConfig, encode_prompts, response_prefixes
-    from evenhand.decoding.prompting import build_prompt, chat_prompt
+    from ..decoding.generate import GenerateConfig, encode_prompts, response_prefixes
+    from ..decoding.prompting import build_prompt, chat_prompt
 
     config = GenerateConfig(max_new_tokens=ctx.config.max_new_tokens, num_beams=1)
     encode_prompts(ctx.model, ctx.tokenizer, examples, config)  # context-length check only

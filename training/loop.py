@@ -59,11 +59,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evenhand.evaluation.schema import Example
-from evenhand.training import stages
-from evenhand.training.config import DPORRConfig
-from evenhand.training.context import RunContext, drop_gguf_marker, open_run, split_dev
-from evenhand.training.store import (
+from ..evaluation.schema import Example
+from . import stages
+from .config import DPORRConfig
+from .context import RunContext, drop_gguf_marker, open_run, split_dev
+from .store import (
     ITER_PREFIX,
     MANIFEST,
     RESUMABLE_CHANGES,
@@ -126,7 +126,7 @@ def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Exa
 
 def grpo_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Example]) -> None:
     """One GRPO iteration: trl's GRPOTrainer on the prompts (generate, reward, train), evaluate, commit."""
-    from evenhand.training.grpo import train_grpo
+    from .grpo import train_grpo
 
     c, t0 = ctx.config, time.perf_counter()
     ctx.log(f"{_tag(ctx, k)}: GRPO, {c.candidates} completions x {len(prompts)} prompts")
@@ -192,7 +192,7 @@ def train_dpo_rr(
     store = RunStore(config.out_dir, ctx.state)
     store.check_resumable(config)
     if config.method == "grpo":
-        from evenhand.training.grpo import check_budget
+        from .grpo import check_budget
 
         n_prompts = min(config.prompts_per_iteration, len(ctx.train))
         check_budget(n_prompts, config.batch_size, config.gradient_accumulation_steps, ctx.world)

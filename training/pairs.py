@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evenhand.training.config import PAIR_STRATEGIES
+from .config import PAIR_STRATEGIES
 
 
 @dataclass(frozen=True)

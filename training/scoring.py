@@ -22,15 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evenhand.evaluation.configs import as_list
-from evenhand.evaluation.schema import DataError, Document, Example
+from ..evaluation.configs import as_list
+from ..evaluation.schema import DataError, Document, Example
 
 SCORE_SOURCES = ("documents", "target")
 
 
 def scoring_source(example: Example, mode: str = "documents") -> Example:
     """The example a scorer sees for ``example`` under ``mode`` (see module)."""
-    from evenhand.evaluation.scorer import target_view
+    from ..evaluation.scorer import target_view
 
     if mode == "documents":
         return example
@@ -63,7 +63,7 @@ class Scoring:
         self, components: Mapping[str, Any], weights: Sequence[float] | None = None,
         normalize: str = "minmax", source: str = "documents",
     ) -> None:
-        from evenhand.rerank.scorers.composite import NORMALIZATIONS, check_weights
+        from ..rerank.scorers.composite import NORMALIZATIONS, check_weights
 
         if not components:
             raise ValueError("`components` is empty; give at least one scorer")
@@ -90,13 +90,13 @@ class Scoring:
 
     def weighted(self, values: Mapping[str, Sequence[float]]) -> list[float]:
         """sum_c w_c * values_c / sum_c w_c, element-wise (``composite.weighted_mean``)."""
-        from evenhand.rerank.scorers.composite import weighted_mean
+        from ..rerank.scorers.composite import weighted_mean
 
         return weighted_mean(values, dict(zip(self.names, self.weights)))
 
     def candidate_composite(self, raw: Mapping[str, Sequence[float]]) -> list[float]:
         """The composite of one prompt's candidate set (``composite.set_composite``)."""
-        from evenhand.rerank.scorers.composite import set_composite
+        from ..rerank.scorers.composite import set_composite
 
         return set_composite(raw, dict(zip(self.names, self.weights)), self.normalize)
 
@@ -106,7 +106,7 @@ def registry_scoring(
     cache_dir: str | None = None,
 ) -> Scoring:
     """A ``Scoring`` of registered scorers (``evenhand.rerank.registry.get_scorer``)."""
-    from evenhand.evaluation.registry import get_scorer
+    from ..evaluation.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
     ws = None if weights is None else [float(w) for w in as_list(weights, "weights", float) or []]

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.schema import Example
-from evenhand.training.config import DPORRConfig
-from evenhand.training.context import RunContext
+from ..evaluation.schema import Example
+from .config import DPORRConfig
+from .context import RunContext
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -29,8 +29,8 @@ def mean(values: Sequence[float]) -> float | None:
 
 def sample(ctx: RunContext, k: int, prompts: list[Example]) -> list[dict[str, Any]]:
     """``candidates`` per prompt of this process' shard, by the paper's samplers (``rerank.Reranker``)."""
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.rerank.reranker import RerankConfig, Reranker
+    from ..decoding.generate import GenerateConfig
+    from ..rerank.reranker import RerankConfig, Reranker
 
     c = ctx.config
     ctx.model.eval()
@@ -67,8 +67,8 @@ def score(ctx: RunContext, prompts: list[Example], records: list[dict[str, Any]]
 
 def pair(config: DPORRConfig, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Preference pairs of every record (``training.pairs``; FairPO-like weights with ``fairness``)."""
-    from evenhand.training.fairness import pair_weight, representation_ratios
-    from evenhand.training.pairs import build_pairs
+    from .fairness import pair_weight, representation_ratios
+    from .pairs import build_pairs
 
     c = config
     ratios = None
@@ -104,9 +104,10 @@ def train_dpo(
     """``epochs`` of trl's DPO on ``pairs``, continuing the context's LoRA; the training metrics."""
     import torch
     from datasets import Dataset
-    from evenhand.decoding.prompting import build_prompt
-    from evenhand.training.trainer import WEIGHT_COLUMN, weighted_dpo_trainer
     from trl import DPOConfig
+
+    from ..decoding.prompting import build_prompt
+    from .trainer import WEIGHT_COLUMN, weighted_dpo_trainer
 
     c = ctx.config
     if not pairs:
@@ -156,7 +157,7 @@ def evaluate(ctx: RunContext, base: bool = False) -> list[dict[str, Any]]:
     """Greedy summaries of the dev split scored by the run's scorers (``base``: adapter disabled)."""
     import contextlib
 
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from ..decoding.generate import GenerateConfig, generate
 
     c = ctx.config
     ctx.model.eval()

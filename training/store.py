@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.jsonl import write_json
+from ..evaluation.jsonl import write_json
 
 ITER_PREFIX = "iter_"
 SUMMARY = "summary.json"
@@ -64,7 +64,7 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
     manifest = Path(out_dir) / MANIFEST
     if not manifest.is_file():
         return
-    from evenhand.evaluation.configs import normalized
+    from ..evaluation.configs import normalized
 
     old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
     new = config.to_dict()
@@ -156,7 +156,7 @@ class RunStore:
         ``save_adapter(path)`` writes the adapter folder; ``manifest()`` returns
         the manifest, written after the rename. All processes wait at the end.
         """
-        from evenhand.evaluation.jsonl import write_jsonl
+        from ..evaluation.jsonl import write_jsonl
 
         if self.is_main:
             self.out.mkdir(parents=True, exist_ok=True)

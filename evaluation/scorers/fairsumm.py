@@ -13,9 +13,10 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import DataError, Example
-from evenhand.evaluation.scorer import MetricScorer
+
+from ..registry import register
+from ..schema import DataError, Example
+from ..scorer import MetricScorer
 
 Row = dict[str, Any]
 
@@ -24,7 +25,7 @@ Row = dict[str, Any]
 def _group_profile(
     groups: tuple[tuple[str, str], ...],
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from evenhand.evaluation.fairsumm import group_profile
+    from ..fairsumm import group_profile
 
     return group_profile(dict(groups))
 
@@ -66,7 +67,7 @@ def distribution_row(prefix: str, counts: dict[str, int], target: Any) -> Row:
     source content), and ``_fairsumm``: the SampleFairness as a JSON-able dict for
     the corpus aggregate (:func:`corpus_of`).
     """
-    from evenhand.evaluation.fairsumm import auc, sample_fairness
+    from ..fairsumm import auc, sample_fairness
 
     result = sample_fairness(counts, target)
     return {
@@ -80,8 +81,8 @@ def distribution_row(prefix: str, counts: dict[str, int], target: Any) -> Row:
 
 def fairsumm_row(example: Example, summary: str) -> Row:
     """The ``fairsumm`` columns of one summary, plus ``_fairsumm`` (its SampleFairness) for the corpus."""
-    from evenhand.evaluation.fairsumm import ngram_target
-    from evenhand.evaluation.text import fairsumm_tokens
+    from ..fairsumm import ngram_target
+    from ..text import fairsumm_tokens
 
     counts, vocab = source_profile(example)
     return distribution_row("fairsumm", counts, ngram_target(vocab, fairsumm_tokens(summary)))
@@ -102,7 +103,7 @@ class ValueDistributionMetric:
 
     def aggregate(self, records: list[Row]) -> dict[str, float]:
         """BUR, UER and SOF over the corpus, the mean AUC, and BUR over multi-group summaries."""
-        from evenhand.evaluation.fairsumm import SampleFairness, corpus_fairness
+        from ..fairsumm import SampleFairness, corpus_fairness
 
         p = self.prefix
         corpus = corpus_fairness([SampleFairness(**r["_fairsumm"]) for r in records])

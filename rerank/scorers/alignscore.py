@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Example
-from evenhand.evaluation.scorer import Scorer
-from evenhand.rerank.alignment import AlignmentBackendMixin, AlignmentConfig
-from evenhand.rerank.text import alignscore_chunks, split_sentences
+from ...evaluation.registry import register
+from ...evaluation.schema import Example
+from ...evaluation.scorer import Scorer
+from ..alignment import AlignmentBackendMixin, AlignmentConfig
+from ..text import alignscore_chunks, split_sentences
 
 
 def max_mean(probs: Sequence[Sequence[float]]) -> float:

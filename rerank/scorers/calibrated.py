@@ -28,10 +28,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.calibration import Calibration
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import DataError
-from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, as_example
+from ...evaluation.calibration import Calibration
+from ...evaluation.registry import register
+from ...evaluation.schema import DataError
+from ...evaluation.scorer import Scorer, ScorerConfig, Source, as_example
 
 #: The calibrations shipped inside the package (``calibrated:NAME``).
 SHIPPED = ("faithfulness", "coverage")
@@ -91,7 +91,7 @@ class CalibratedScorer(Scorer):
 
     def __init__(self, config: CalibratedConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir=None)  # the components cache; the prediction is cheap
-        from evenhand.evaluation.registry import get_scorer
+        from ...evaluation.registry import get_scorer
 
         self.name = f"calibrated:{self.config.path}"
         self.calibration = load_calibration(self.config.path)

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.evaluation.configs import coerce_lists
-from evenhand.evaluation.lists import split_list
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
+from ...evaluation.configs import coerce_lists
+from ...evaluation.lists import split_list
+from ...evaluation.registry import register
+from ...evaluation.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
 
@@ -135,7 +135,7 @@ class CompositeScorer(Scorer):
     def __init__(self, config: CompositeConfig | None = None, cache_dir: Any = None,
                  components: dict[str, Scorer] | None = None) -> None:
         super().__init__(config, cache_dir)
-        from evenhand.evaluation.registry import get_scorer
+        from ...evaluation.registry import get_scorer
 
         given = components or {}
         self.components: dict[str, Scorer] = {

@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Document, Example
-from evenhand.evaluation.scorer import Scorer
-from evenhand.rerank.alignment import AlignmentBackendMixin, AlignmentConfig
-from evenhand.rerank.text import split_sentences, word_blocks
+from ...evaluation.registry import register
+from ...evaluation.schema import Document, Example
+from ...evaluation.scorer import Scorer
+from ..alignment import AlignmentBackendMixin, AlignmentConfig
+from ..text import split_sentences, word_blocks
 
 
 @dataclass
@@ -109,8 +109,8 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
         if self.config.units == "sentences" or not sentences:
             return sentences
         if summary not in self._acus:
-            from evenhand.decoding.generate import GenerateConfig, generate
-            from evenhand.decoding.models import load_generator
+            from ...decoding.generate import GenerateConfig, generate
+            from ...decoding.models import load_generator
 
             if self._acu_model is None:
                 self._acu_model = load_generator(self.config.acu_model, device=self.config.device)
@@ -142,7 +142,7 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
         return out_list
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from evenhand.evaluation.coverage import equal_coverage
+        from ...evaluation.coverage import equal_coverage
 
         results = []
         for matrix, groups, origin in self._matrices(sources, outputs):

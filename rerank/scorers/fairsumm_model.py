@@ -43,16 +43,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.evaluation.fairsumm import DEFAULT_TEMPERATURE
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Document, Example
-from evenhand.evaluation.scorer import Scorer, ScorerConfig
-from evenhand.evaluation.scorers.fairsumm import (
+from ...evaluation.fairsumm import DEFAULT_TEMPERATURE
+from ...evaluation.registry import register
+from ...evaluation.schema import Document, Example
+from ...evaluation.scorer import Scorer, ScorerConfig
+from ...evaluation.scorers.fairsumm import (
     ValueDistributionMetric,
     distribution_row,
     source_profile,
 )
-from evenhand.rerank.scorers.lm_likelihood import LmConfig, LmScorer
+from .lm_likelihood import LmConfig, LmScorer
 
 #: How the authors' data joins one value's documents into its text.
 VALUE_SEPARATOR = " || "
@@ -93,7 +93,7 @@ def bert_score_baseline(encoder: str, layer: int | None) -> float | None:
     """bert_score's precision baseline for an encoder (HF id or folder, matched by its last
     path part) at a layer (None: bert_score's default layer, the one ``TextEncoder`` uses);
     None when it ships none."""
-    from evenhand.decoding.embeddings import default_layer
+    from ...decoding.embeddings import default_layer
 
     name = encoder.rstrip("/").split("/")[-1]
     layer = default_layer(encoder) if layer is None else layer
@@ -139,14 +139,14 @@ class FairSummBertScore(_ModelMetric, Scorer):
     @property
     def encoder(self) -> Any:
         """The ``TextEncoder``, loaded on first use (once per process: ``load_encoder`` keeps it)."""
-        from evenhand.decoding.embeddings import load_encoder
+        from ...decoding.embeddings import load_encoder
 
         c = self.config
         return self._encoder or load_encoder(c.encoder, c.layer, c.device, c.max_length)
 
     @property
     def model_id(self) -> str:
-        from evenhand.decoding.embeddings import MINILM_ALIASES, MINILM_NAME
+        from ...decoding.embeddings import MINILM_ALIASES, MINILM_NAME
 
         c = self.config
         name = MINILM_NAME if c.encoder in MINILM_ALIASES else c.encoder
@@ -165,7 +165,7 @@ class FairSummBertScore(_ModelMetric, Scorer):
     def precisions(self, candidates: list[str], references: list[str]) -> list[list[float]]:
         """BERTScore precision (rescaled when ``baseline`` is set) of every candidate against every
         reference; each text is encoded once."""
-        from evenhand.evaluation.fairsumm import greedy_precision, rescale
+        from ...evaluation.fairsumm import greedy_precision, rescale
 
         unique = list(dict.fromkeys([*candidates, *references]))
         states = dict(zip(unique, self.encoder.token_states(unique, self.config.batch_size)))
@@ -182,8 +182,8 @@ class FairSummBertScore(_ModelMetric, Scorer):
         return out
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from evenhand.evaluation.fairsumm import similarity_target
-        from evenhand.rerank.text import split_sentences
+        from ...evaluation.fairsumm import similarity_target
+        from ..text import split_sentences
 
         results = []
         for example, summary in zip(sources, outputs):
@@ -242,7 +242,7 @@ class FairSummBartScore(_ModelMetric, LmScorer):
         return out
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from evenhand.evaluation.fairsumm import similarity_target
+        from ...evaluation.fairsumm import similarity_target
 
         results = []
         for example, summary, scores in zip(sources, outputs, self.value_scores(sources, outputs)):

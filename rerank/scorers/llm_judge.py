@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.decoding.server import ServerConfig
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
+from ...decoding.server import ServerConfig
+from ...evaluation.registry import register
+from ...evaluation.schema import Example
+from ..lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -165,7 +165,7 @@ class LlmJudge(LmBackedScorer):
         The article is cut at the end to keep the longest prompt within
         ``max_prompt_tokens``.
         """
-        from evenhand.decoding.prompting import chat_prompt, plain_text
+        from ...decoding.prompting import chat_prompt, plain_text
 
         _, tok = self._load()
         marker = "\x00SUMMARY\x00"
@@ -217,7 +217,7 @@ class LlmJudge(LmBackedScorer):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         if self.server is not None:
-            from evenhand.rerank.server_judge import judge_via_server
+            from ..server_judge import judge_via_server
 
             return judge_via_server(self.server, self.template, sources, outputs, self.config.mode)
         groups: dict[int, list[int]] = {}
@@ -242,7 +242,7 @@ class LlmJudge(LmBackedScorer):
         Suffixes are left-padded after the prefix (``rerank.lm_prefix.logits_after_prefix``);
         every row equals an unpadded forward pass of its own prompt.
         """
-        from evenhand.rerank.lm_prefix import logits_after_prefix
+        from ..lm_prefix import logits_after_prefix
 
         model, tok = self._load()
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0

@@ -68,11 +68,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.decoding.prompting import DEFAULT_SYSTEM
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Example
-from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer, continuation_logprobs
-from evenhand.rerank.text import alignscore_chunks, split_sentences
+from ...decoding.prompting import DEFAULT_SYSTEM
+from ...evaluation.registry import register
+from ...evaluation.schema import Example
+from ..lm_prefix import LmBackedConfig, LmBackedScorer, continuation_logprobs
+from ..text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
 DEFAULT_NO_SOURCE_INSTRUCTION = "Write a short summary."
@@ -190,7 +190,7 @@ class LmScorer(LmBackedScorer):
     # -- prompts -------------------------------------------------------------------
     def prefix_ids(self, source: str | None) -> list[int]:
         """Token ids of the prompt before the summary, for a source text (None: without source)."""
-        from evenhand.decoding.prompting import chat_prompt, plain_text
+        from ...decoding.prompting import chat_prompt, plain_text
 
         _, tok = self._load()
         if self._seq2seq:
@@ -222,7 +222,7 @@ class LmScorer(LmBackedScorer):
 
     def summary_ids(self, summary: str) -> list[int]:
         """The scored tokens: the stripped summary's own, or the end token for an empty one."""
-        from evenhand.decoding.prompting import plain_text
+        from ...decoding.prompting import plain_text
 
         text = plain_text(self._load()[1], summary.strip())  # a summary cannot end its own turn
         if not text:
@@ -231,7 +231,7 @@ class LmScorer(LmBackedScorer):
 
     def source_chunks(self, example: Example) -> list[str]:
         """The source text the prompt holds: the whole documents, or AlignScore chunks when too long."""
-        from evenhand.decoding.prompting import format_documents
+        from ...decoding.prompting import format_documents
 
         text = format_documents(example)
         limit = self.config.max_source_tokens
@@ -251,7 +251,8 @@ class LmScorer(LmBackedScorer):
         mean log-prob (see the module docstring).
         """
         import torch
-        from evenhand.decoding.prompting import format_documents
+
+        from ...decoding.prompting import format_documents
 
         groups: dict[str, list[int]] = {}
         for i, ex in enumerate(sources):

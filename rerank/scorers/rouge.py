@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evenhand.evaluation.registry import register
-from evenhand.evaluation.schema import Example
-from evenhand.evaluation.scorer import Scorer, ScorerConfig
+from ...evaluation.registry import register
+from ...evaluation.schema import Example
+from ...evaluation.scorer import Scorer, ScorerConfig
 
 MEASURES = ("recall", "precision", "fmeasure")
 
