@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint typecheck bench clean
 
 setup: $(STAMP)
 
@@ -23,7 +23,11 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 
-test: lint
+# pyright (standard mode) on the five packages, configured in pyproject.toml's [tool.pyright]
+typecheck: setup
+	$(BIN)/pyright
+
+test: lint typecheck
 	$(BIN)/python -m pytest -q --durations=10
 
 test-fast: lint

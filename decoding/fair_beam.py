@@ -199,26 +199,25 @@ def fair_beam_search(
     batch_offset = torch.arange(batch_size, device=device)[:, None] * num_beams
 
     flat_running_sequences = input_ids
-    prefill_consumed = False
     this_peer_finished = False
-    model_outputs = model._prefill(
+    # the prefill's outputs serve the first step; each later step runs the model on the beams
+    model_outputs: Any = model._prefill(
         input_ids, generation_config, model_kwargs, is_first_iteration=not generation_config.is_assistant
     )
     while model._has_unfinished_sequences(this_peer_finished, synced_gpus, device=device):
-        if prefill_consumed:
+        if model_outputs is None:
             flat_running_sequences = model._flatten_beam_dim(running_sequences[:, :, :cur_len])
             next_sequence_length = 1 if model_kwargs["use_cache"] else None
             model_inputs = model.prepare_inputs_for_generation(
                 flat_running_sequences, next_sequence_length=next_sequence_length, **model_kwargs
             )
             model_outputs = model(**model_inputs, return_dict=True)
-        prefill_consumed = True
         model_kwargs = model._update_model_kwargs_for_generation(
             model_outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
         )
         logits = model_outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=device)
         log_probs = logits_processor(flat_running_sequences, nn.functional.log_softmax(logits, dim=-1))
-        del model_outputs
+        model_outputs = None  # free the logits before the step's bookkeeping
         vocab_size = log_probs.shape[-1]
         log_probs = model._unflatten_beam_dim(log_probs, batch_size, num_beams)
         log_probs = log_probs + running_beam_scores[:, :, None]
@@ -240,6 +239,8 @@ def fair_beam_search(
         # 2. re-rank by log p + n^λ (β F − W M) (partial shares, meaning penalty M);
         #    finished ones by J (observed shares; M enters at the final rerank)
         rank = finish_scores = pool_lp
+        partial: Any = None  # set when steering; read only when β > 0 (which implies steering)
+        pool_meaning: Any = None  # set when steering; read only with a meaning term
         if steer:
             n_gen = cur_len + 1 - decoder_prompt_len
             scale = n_gen**length_penalty

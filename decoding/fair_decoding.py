@@ -31,7 +31,7 @@ def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> Batc
     from .group_vocab import GroupTables, build_group_vocab
 
     config = settings if settings is not None else batch.config
-    if not config.active:
+    if not config.active or config.fairness is None:  # active implies a target; the check narrows it
         return BatchHooks()
     model = batch.model
     vocabs = [build_group_vocab(ex, batch.tokenizer) for ex in batch.examples]

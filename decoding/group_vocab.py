@@ -45,7 +45,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Literal, Union, overload
 
 from ..evaluation.schema import DataError, Example
 from ..evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
@@ -61,7 +61,11 @@ _LETTERS = re.compile(r"[A-Za-z]{3,}")
 _CONTRACTIONS = {"'m": "'m", "'re": "'re", "'s": "'s", "'ve": "'ve", "'ll": "'ll", "'d": "'d", "'t": "n't"}
 
 
-def parse_fairness(value: Fairness | None) -> str | dict[str, float] | None:
+@overload
+def parse_fairness(value: None) -> None: ...
+@overload
+def parse_fairness(value: Fairness) -> Literal["ratio", "equal"] | dict[str, float]: ...
+def parse_fairness(value: Fairness | None) -> Literal["ratio", "equal"] | dict[str, float] | None:
     """Normalize a fairness target: "ratio", "equal", a mapping, or a JSON object string.
 
     Returns ``None``, ``"ratio"``, ``"equal"`` or a ``{group: share}`` dict with
@@ -72,7 +76,7 @@ def parse_fairness(value: Fairness | None) -> str | dict[str, float] | None:
         return None
     if isinstance(value, str):
         text = value.strip()
-        if text in FAIRNESS_MODES:
+        if text == "ratio" or text == "equal":
             return text
         if not text.startswith("{"):
             raise ValueError(
@@ -221,8 +225,10 @@ def build_group_vocab(example: Example, tokenizer: Any, smoothing: float = DEFAU
     counts: dict[str, list[int]] = {}
     extra: dict[int, set[str]] = {}  # first pieces of multi-piece source words -> their keys
     for doc in example.documents:
+        group = doc.group
+        assert group is not None  # require_groups() checked that every document has one
         for key in fairsumm_tokens(doc.text):
-            counts.setdefault(key, [0] * len(groups))[index[doc.group]] += 1
+            counts.setdefault(key, [0] * len(groups))[index[group]] += 1
         for token_id, key in first_pieces(tokenizer, doc.text):
             extra.setdefault(token_id, set()).add(key)
     vocab = key_index(tokenizer)

@@ -178,6 +178,7 @@ class MeaningCoverage:
         for row, us in enumerate(units):
             i = row // k
             if us:
+                assert emb is not None  # some row has units, so `flat` was embedded
                 cov = self.document_coverage(emb[pos : pos + len(us)][None], slice(i, i + 1))[0]  # (S, D)
                 cov = cov[:, : int(self.doc_group[i].sum())].cpu().numpy()
                 names = self.doc_group[i].argmax(-1)[: cov.shape[1]].tolist()

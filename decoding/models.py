@@ -166,7 +166,7 @@ def embedded_model_dir() -> Path:
         # the weights are de-quantized floats now: drop the GGUF marker, or transformers
         # attaches a GGUF quantizer on reload and Trainer refuses to fine-tune the model
         if hasattr(config, "quantization_config"):
-            del config.quantization_config
+            delattr(config, "quantization_config")
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         model.load_state_dict(gguf_model.state_dict())
         tok_dir = embedded_tokenizer_dir()
@@ -334,7 +334,7 @@ def load_generator(
     local = offline()
     config = AutoConfig.from_pretrained(path, local_files_only=local)
     cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
-    model = cls.from_pretrained(path, dtype=dtype, local_files_only=local)
+    model: Any = cls.from_pretrained(path, dtype=dtype, local_files_only=local)  # HF + peft stubs disagree on .to()
     if adapter_base is not None:
         from peft import PeftModel
 
@@ -363,7 +363,7 @@ def tiny_model(
     tok = tokenizer if tokenizer is not None else load_tokenizer(SMOLLM2)
     vocab = len(tok)
     if kind == "causal":
-        fields = dict(
+        fields: dict[str, Any] = dict(
             vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
             bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,

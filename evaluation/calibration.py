@@ -75,7 +75,7 @@ class Calibration:
     scorer_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def features(self, raw: Mapping[str, Sequence[float]]) -> np.ndarray:
+    def features(self, raw: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
         """The normalized feature matrix (n × k) of raw scores given per scorer name."""
         missing = [s for s in self.scorers if s not in raw]
         if missing:
@@ -83,7 +83,7 @@ class Calibration:
         cols = [_transform(np.asarray(raw[s], float), self.normalize, self.transforms[s]) for s in self.scorers]
         return np.stack(cols, axis=1)
 
-    def predict(self, raw: Mapping[str, Sequence[float]]) -> np.ndarray:
+    def predict(self, raw: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
         """The calibrated predictions for raw scores given per scorer name."""
         w = np.array([self.weights[s] for s in self.scorers], float)
         return self.intercept + self.features(raw) @ w
@@ -181,11 +181,11 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
-    return float(spearmanr(a, b).statistic)
+    return float(spearmanr(a, b).statistic)  # pyright: ignore[reportAttributeAccessIssue]  # scipy's stub omits .statistic
 
 
 def fit_calibration(
-    raw: Mapping[str, Sequence[float]], truth: Sequence[float], groups: Sequence[Any], target: str,
+    raw: Mapping[str, Sequence[float] | np.ndarray], truth: Sequence[float] | np.ndarray, groups: Sequence[Any], target: str,
     normalize: str = "zscore", alpha: float | None = None, inner_folds: int = 5, seed: int = 0,
 ) -> Calibration:
     """Fit a calibration of the scorers in ``raw`` (name -> raw scores) to ``truth``.
@@ -248,7 +248,7 @@ def _select_alpha(
 
 
 def cross_validate(
-    raw: Mapping[str, Sequence[float]], truth: Sequence[float], groups: Sequence[Any],
+    raw: Mapping[str, Sequence[float] | np.ndarray], truth: Sequence[float] | np.ndarray, groups: Sequence[Any],
     normalize: str = "zscore", alpha: float | None = None, folds: int = 5, seed: int = 0,
 ) -> np.ndarray:
     """Out-of-fold predictions: each source's from a calibration fitted without its fold (nested)."""

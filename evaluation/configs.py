@@ -31,11 +31,14 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 from .lists import split_list
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
 @functools.cache
@@ -117,7 +120,7 @@ def check_scalar_types(cls: type, values: Mapping[str, Any], where: str = "confi
             for a in allowed
         )
         if not ok:
-            names = " or ".join(a.__name__ for a in allowed)
+            names = " or ".join(getattr(a, "__name__", str(a)) for a in allowed)
             raise ValueError(f"{where}: `{key}` must be {names}, got {value!r}")
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from .text import fairsumm_tokens
 
-Counts = Union[Mapping[Hashable, float], Sequence[float], np.ndarray]
+Counts = Union[Mapping[Any, float], Sequence[float], np.ndarray]  # any hashable value name as key
 Reference = Union[Literal["ratio", "equal"], Counts]
 
 DEFAULT_TAU = 0.8

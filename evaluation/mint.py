@@ -71,7 +71,7 @@ def ngram_match_counts(x: np.ndarray, y: np.ndarray, max_n: int = 5) -> np.ndarr
     return counts
 
 
-def smooth_counts(counts: Sequence[float]) -> list[float]:
+def smooth_counts(counts: Sequence[float] | np.ndarray) -> list[float]:
     """Chen & Cherry method 5 over m_1..m_5; returns the smoothed m_1..m_4."""
     m = [float(counts[0]) + 1.0, *map(float, counts[:5])]
     for i in range(1, 5):

@@ -121,7 +121,7 @@ def spearman(metric: ArrayLike, truth: ArrayLike) -> float:
         raise ValueError(
             f"`metric` and `truth` must be 1-D of equal length >= 2, got {m.shape} and {t.shape}"
         )
-    return float(spearmanr(m, t).statistic)
+    return float(spearmanr(m, t).statistic)  # pyright: ignore[reportAttributeAccessIssue]  # scipy's stub omits .statistic
 
 
 def pairwise_winrate(

@@ -109,7 +109,7 @@ class Example:
         present = {d.group for d in self.documents}
         if len(present) < 2:
             raise DataError(
-                f"{loc}example {self.id!r}: only one group ({sorted(present)}) in `documents`; "
+                f"{loc}example {self.id!r}: only one group ({sorted(map(str, present))}) in `documents`; "
                 "fairness across groups needs documents from at least two groups"
             )
         return self.groups

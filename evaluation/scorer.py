@@ -38,7 +38,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Generic, TypeVar, Union, cast
 
 from .schema import DataError, Document, Example
 
@@ -60,6 +60,10 @@ class ScorerConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size!r}")
+
+
+#: The config type a scorer class takes (``Scorer[RougeConfig]``).
+ConfigT = TypeVar("ConfigT", bound=ScorerConfig)
 
 
 def as_example(source: Source, index: int = 0) -> Example:
@@ -94,7 +98,7 @@ def _source_key(example: Example) -> list[list[str | None]]:
     return [[d.text, d.group] for d in example.documents]
 
 
-class Scorer:
+class Scorer(Generic[ConfigT]):
     """Base class of every scorer.
 
     Args:
@@ -107,7 +111,8 @@ class Scorer:
     whose natural metric is a cost return its negation).
     """
 
-    name: ClassVar[str] = "scorer"
+    #: Registry name (a class attribute; ``calibrated:X`` instances name their file).
+    name: str = "scorer"
     Config: ClassVar[type[ScorerConfig]] = ScorerConfig
     #: Names of the per-output fields ``score_details`` reports besides ``score``.
     detail_fields: ClassVar[tuple[str, ...]] = ()
@@ -119,8 +124,8 @@ class Scorer:
     #: Whether records go through the score cache (pure, cheap metrics skip it).
     cacheable: ClassVar[bool] = True
 
-    def __init__(self, config: ScorerConfig | None = None, cache_dir: str | Path | None = None):
-        self.config = config if config is not None else self.Config()
+    def __init__(self, config: ConfigT | None = None, cache_dir: str | Path | None = None):
+        self.config: ConfigT = cast(ConfigT, config if config is not None else self.Config())
         if not isinstance(self.config, self.Config):
             raise TypeError(
                 f"scorer {self.name!r} takes a {self.Config.__name__}, got {type(self.config).__name__}"
@@ -279,7 +284,10 @@ class MetricConfig(ScorerConfig):
     )
 
 
-class MetricScorer(Scorer):
+MetricConfigT = TypeVar("MetricConfigT", bound=MetricConfig)
+
+
+class MetricScorer(Scorer[MetricConfigT]):
     """A pure, cheap metric: every column computed for a whole batch at once, never cached.
 
     Subclasses set ``detail_fields`` (the report's columns, in order) and

@@ -71,5 +71,10 @@ _PUBLIC = {
     "train_dpo_rr": "evenhand.training.loop",
 }
 
-__all__ = sorted(_PUBLIC)
+__all__ = [  # the table's names, sorted (tests/test_layout.py checks)
+    "AbstractivenessProcessor", "Calibration", "DPORRConfig", "DataError", "Document",
+    "Example", "GenerateConfig", "RerankConfig", "Reranker", "Scorer", "ScorerConfig",
+    "ServerClient", "ServerConfig", "available", "fragment_scores", "generate", "get_scorer",
+    "load_examples", "load_generator", "mint", "register", "train_dpo_rr",
+]
 __getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC)

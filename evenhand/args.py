@@ -13,9 +13,12 @@ import argparse
 import dataclasses
 import types
 import typing
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def _base_type(annotation: Any) -> tuple[Any, bool]:

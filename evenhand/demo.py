@@ -74,7 +74,7 @@ class DemoConfig:
     )
     candidates: int = field(default=2, metadata={"help": "Sampled candidates to rerank."})
     scorers: list[str] = field(
-        default_factory=lambda: DEFAULT_SCORERS.split(","),
+        default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
         metadata={"help": "Components of the reranking composite."},
     )
     weights: list[float] | None = field(default=None, metadata={"help": "Their weights (default: equal)."})
@@ -152,7 +152,7 @@ def evenhand_summary(
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.rerank.reranker import RerankConfig, Reranker, score_and_select
 
-    shared = dict(
+    shared: dict[str, Any] = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
         fairness=config.fairness, fairness_strength=config.fairness_strength, seed=config.seed,
     )

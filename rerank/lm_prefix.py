@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..decoding.server import ServerClient, ServerConfig, is_server_url
 from ..evaluation.schema import DataError
@@ -193,7 +193,10 @@ class LmBackedConfig(ScorerConfig):
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
 
-class LmBackedScorer(Scorer):
+LmBackedConfigT = TypeVar("LmBackedConfigT", bound=LmBackedConfig)
+
+
+class LmBackedScorer(Scorer[LmBackedConfigT]):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
     Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
@@ -207,7 +210,7 @@ class LmBackedScorer(Scorer):
     #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
     serves: ClassVar[bool] = False
 
-    def __init__(self, config: ScorerConfig | None = None, cache_dir: Any = None) -> None:
+    def __init__(self, config: LmBackedConfigT | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._model: Any = None
         self._tokenizer: Any = None

@@ -28,8 +28,9 @@ def share_model(scorer: Scorer, model: Any, tokenizer: Any, name: str) -> int:
 
     shared = 0
     configured = getattr(scorer.config, "model", None)
-    if hasattr(scorer, "use_model") and isinstance(configured, str) and same(configured):
-        scorer.use_model(model, tokenizer, configured)
+    use_model = getattr(scorer, "use_model", None)
+    if callable(use_model) and isinstance(configured, str) and same(configured):
+        use_model(model, tokenizer, configured)
         shared += 1
     for component in getattr(scorer, "components", {}).values():
         shared += share_model(component, model, tokenizer, name)

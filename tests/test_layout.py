@@ -133,6 +133,12 @@ def test_lazy_tables_match_what_type_checkers_see(init: str) -> None:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
     )
     assert static == table
+    exported = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+    )
+    assert exported == sorted(table)
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,7 @@ def _state(config: DPORRConfig) -> tuple[Any, str]:
     cpu = (config.device == "cpu" or not torch.cuda.is_available()
            or parse_flag_from_env("ACCELERATE_USE_CPU"))
     state = PartialState(cpu=cpu)
-    device = config.device or ("cpu" if state.device.type == "cpu" else str(state.device))
+    device = config.device or ("cpu" if state.device is None or state.device.type == "cpu" else str(state.device))
     return state, device
 
 

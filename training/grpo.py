@@ -81,7 +81,7 @@ def sampling_settings(recipes: str | Sequence[str]) -> dict[str, Any]:
     names = as_list(recipes, "recipes") or []
     if not names:
         raise ValueError("`recipes` is empty; give at least one of the rerank.RECIPES samplers")
-    values = {f.name: f.default for f in dataclasses.fields(GenerateConfig)}
+    values: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(GenerateConfig)}
     values.update(RECIPES[names[0]])
     return {
         "recipe": names[0],
@@ -134,8 +134,8 @@ class CompositeReward:
         text = (self.prefixes[position] + str(completion)).strip()
         return clean_summary(text) if self.clean else text
 
-    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        """One reward per completion (see class docstring)."""
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        """One reward per completion (see class docstring); never None (trl's RewardFunc type allows it)."""
         positions = [int(p) for p in kwargs[POSITION]]
         texts = [self.text(p, c) for p, c in zip(positions, completions)]
         groups: dict[int, list[int]] = {}
@@ -148,7 +148,7 @@ class CompositeReward:
                 "each); per-set normalization needs whole groups on each process"
             )
         raw = self.scoring.raw([self.examples[p] for p in positions], texts)
-        rewards = [0.0] * len(texts)
+        rewards: list[float | None] = [0.0] * len(texts)
         for pos, rows in groups.items():
             composite = self.scoring.candidate_composite({name: [raw[name][i] for i in rows] for name in raw})
             cands = []
@@ -185,7 +185,7 @@ def grpo_prompts(ctx: RunContext, examples: Sequence[Example]) -> tuple[list[str
 def grpo_args(ctx: RunContext, k: int, workdir: Path) -> Any:
     """The ``trl.GRPOConfig`` of iteration ``k`` (mapping in the module docstring)."""
     import torch
-    from trl import GRPOConfig
+    from trl.trainer.grpo_config import GRPOConfig
 
     c = ctx.config
     sampling = sampling_settings(c.recipes)
@@ -211,7 +211,7 @@ def train_grpo(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """GRPO on ``prompts``, continuing the context's LoRA; (candidate records of all processes, metrics)."""
     from datasets import Dataset
-    from trl import GRPOTrainer
+    from trl.trainer.grpo_trainer import GRPOTrainer
 
     c = ctx.config
     check_budget(len(prompts), c.batch_size, c.gradient_accumulation_steps, ctx.world)

@@ -104,7 +104,7 @@ def train_dpo(
     """``epochs`` of trl's DPO on ``pairs``, continuing the context's LoRA; the training metrics."""
     import torch
     from datasets import Dataset
-    from trl import DPOConfig
+    from trl.trainer.dpo_config import DPOConfig
 
     from ..decoding.prompting import build_prompt
     from .trainer import WEIGHT_COLUMN, weighted_dpo_trainer

@@ -51,7 +51,7 @@ def split_pair(inputs: dict[str, Any], i: int) -> dict[str, Any]:
 
 def weighted_dpo_trainer() -> type:
     """The ``WeightedDPOTrainer`` class (built lazily: importing trl is slow)."""
-    from trl import DPOTrainer
+    from trl.trainer.dpo_trainer import DPOTrainer
 
     class WeightedDPOTrainer(DPOTrainer):
         """``DPOTrainer`` whose per-pair losses are multiplied by the ``pair_weight`` column."""

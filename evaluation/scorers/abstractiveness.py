@@ -16,7 +16,7 @@ from typing import Any
 
 from ..registry import register
 from ..schema import DataError, Example
-from ..scorer import MetricScorer
+from ..scorer import MetricConfig, MetricScorer
 
 SOURCE_SEPARATOR = "\n"  # between documents for MINT and fragments: a spaCy whitespace token
 
@@ -87,7 +87,7 @@ def fragments_row(example: Example, summary: str) -> Row:
 
 
 @register("mint")
-class Mint(MetricScorer):
+class Mint(MetricScorer[MetricConfig]):
     """MINT abstractiveness (Dreyer et al. 2023) and its components; score: MINT (higher = more abstractive)."""
 
     detail_fields = MINT_COLUMNS
@@ -100,7 +100,7 @@ class Mint(MetricScorer):
 
 
 @register("fragments")
-class Fragments(MetricScorer):
+class Fragments(MetricScorer[MetricConfig]):
     """Extractive fragment coverage/density/compression (Grusky et al. 2018), novel n-grams.
 
     Score: 1 - coverage, the share of summary tokens outside copied fragments

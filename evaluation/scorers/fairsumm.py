@@ -16,7 +16,7 @@ import numpy as np
 
 from ..registry import register
 from ..schema import DataError, Example
-from ..scorer import MetricScorer
+from ..scorer import MetricConfig, MetricScorer
 
 Row = dict[str, Any]
 
@@ -118,7 +118,7 @@ class ValueDistributionMetric:
 
 
 @register("fairsumm")
-class FairSumm(ValueDistributionMetric, MetricScorer):
+class FairSumm(ValueDistributionMetric, MetricScorer[MetricConfig]):
     """FairSumm BUR/UER/SOF/AUC (Zhang et al. 2024); score: −UER (higher is fairer)."""
 
     prefix = "fairsumm"

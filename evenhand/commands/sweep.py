@@ -9,6 +9,7 @@ Rerunning skips finished rows. See ``evenhand.sweep.config`` for the YAML schema
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 NAME = "sweep"
 HELP = "Run a YAML grid of generation settings x data sets x seeds into a resumable SQLite store."
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cell_table(results: object) -> str:
+def cell_table(results: str | Path) -> str:
     """Rows and mean MINT / factuality / UER per data set and cell, as aligned text."""
     import math
 

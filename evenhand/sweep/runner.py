@@ -186,8 +186,10 @@ def run_sweep(
 
         device = config.device or (str(state.device) if state is not None else None)
 
-        def load_model(name: str) -> tuple[Any, Any]:
+        def load_default(name: str) -> tuple[Any, Any]:
             return load_generator(name, device=device)
+
+        load_model = load_default
 
     rerank_fn = rerank_fn or hookups.rerank_batch
     factuality = hookups.build_scorer(config.factuality, config.factuality_options) if config.factuality else None
@@ -215,9 +217,10 @@ def run_sweep(
             batch = list(unit.examples)
             records: list[dict[str, Any] | None]
             if cell.candidates > 1:
-                records = list(rerank_fn(model, tokenizer, batch, gen_config, cell.candidates,
-                                         cell.settings.get("scorers")))
-                summaries = [r["summary"] for r in records]
+                reranked = list(rerank_fn(model, tokenizer, batch, gen_config, cell.candidates,
+                                          cell.settings.get("scorers")))
+                summaries = [r["summary"] for r in reranked]
+                records = list(reranked)
             else:
                 summaries = generate(model, tokenizer, batch, gen_config, progress=False)
                 records = [None] * len(batch)

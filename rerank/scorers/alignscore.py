@@ -49,7 +49,7 @@ class AlignScoreConfig(AlignmentConfig):
 
 
 @register("alignscore")
-class AlignScoreScorer(AlignmentBackendMixin, Scorer):
+class AlignScoreScorer(AlignmentBackendMixin, Scorer[AlignScoreConfig]):
     """AlignScore-style factual consistency of a summary with its source, in [0, 1]."""
 
     Config = AlignScoreConfig

@@ -81,7 +81,7 @@ class CalibratedConfig(ScorerConfig):
 
 
 @register("calibrated")
-class CalibratedScorer(Scorer):
+class CalibratedScorer(Scorer[CalibratedConfig]):
     """The calibrated prediction of a human score from registered scorers."""
 
     Config = CalibratedConfig

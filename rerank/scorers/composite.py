@@ -126,7 +126,7 @@ class CompositeConfig(ScorerConfig):
 
 
 @register("composite")
-class CompositeScorer(Scorer):
+class CompositeScorer(Scorer[CompositeConfig]):
     """Weighted, per-set normalized combination of registered scorers."""
 
     Config = CompositeConfig

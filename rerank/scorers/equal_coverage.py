@@ -86,7 +86,7 @@ def source_groups(example: Example, block_words: int) -> tuple[list[list[str]], 
 
 
 @register("equal-coverage")
-class EqualCoverageScorer(AlignmentBackendMixin, Scorer):
+class EqualCoverageScorer(AlignmentBackendMixin, Scorer[EqualCoverageConfig]):
     """Negated Equal Coverage: 0 when every group's documents cover the summary alike."""
 
     Config = EqualCoverageConfig

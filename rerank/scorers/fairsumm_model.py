@@ -126,7 +126,7 @@ class BertScoreConfig(ScorerConfig):
 
 
 @register("fairsumm-bertscore")
-class FairSummBertScore(_ModelMetric, Scorer):
+class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
     """FairSumm with the BERTScore target (−UER; higher is fairer)."""
 
     Config = BertScoreConfig
@@ -216,7 +216,7 @@ class BartScoreConfig(LmConfig):
 
 
 @register("fairsumm-bartscore")
-class FairSummBartScore(_ModelMetric, LmScorer):
+class FairSummBartScore(_ModelMetric, LmScorer[BartScoreConfig]):
     """FairSumm with the BARTScore target: softmax over values of mean log p(summary | value) / T."""
 
     Config = BartScoreConfig

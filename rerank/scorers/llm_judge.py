@@ -141,7 +141,7 @@ class JudgeConfig(LmBackedConfig):
             raise ValueError(f"`max_prompt_tokens` must be an int >= 64, got {self.max_prompt_tokens}")
 
 
-class LlmJudge(LmBackedScorer):
+class LlmJudge(LmBackedScorer[JudgeConfig]):
     """A 1-5 rubric judge; subclasses set ``template``.
 
     ``config.model`` may be a server URL (``http://HOST:PORT/v1[#MODEL]``): the

@@ -66,7 +66,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ...decoding.prompting import DEFAULT_SYSTEM
 from ...evaluation.registry import register
@@ -165,7 +165,10 @@ class LmConfig(LmBackedConfig):
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
 
 
-class LmScorer(LmBackedScorer):
+LmConfigT = TypeVar("LmConfigT", bound=LmConfig)
+
+
+class LmScorer(LmBackedScorer[LmConfigT]):
     """Shared machinery of the LM scorers: prompts, chunking, KV-reusing log-probs.
 
     Subclasses combine ``conditional`` (with the source) and ``unconditional``
@@ -306,7 +309,7 @@ class LmScorer(LmBackedScorer):
 
 
 @register("lm-likelihood")
-class LmLikelihood(LmScorer):
+class LmLikelihood(LmScorer[LmConfig]):
     """Mean token log p(summary | source): BARTScore's faithfulness direction."""
 
     detail_fields = ("n_tokens", "model", "empty", "chunks")
@@ -319,7 +322,7 @@ class LmLikelihood(LmScorer):
 
 
 @register("lm-pmi")
-class LmPmi(LmScorer):
+class LmPmi(LmScorer[LmConfig]):
     """Mean token log p(summary | source) − mean token log p(summary): pointwise mutual information."""
 
     detail_fields = ("n_tokens", "model", "empty", "chunks", "conditional", "unconditional")
@@ -334,7 +337,7 @@ class LmPmi(LmScorer):
 
 
 @register("fluency")
-class Fluency(LmScorer):
+class Fluency(LmScorer[LmConfig]):
     """Mean token log p(summary) without the source."""
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:

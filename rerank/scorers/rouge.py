@@ -37,7 +37,7 @@ class RougeConfig(ScorerConfig):
 
 
 @register("rouge")
-class RougeScorer(Scorer):
+class RougeScorer(Scorer[RougeConfig]):
     """ROUGE of the summary against its source (``measure`` of ``rouge_type``)."""
 
     Config = RougeConfig
