@@ -18,6 +18,8 @@ SCORER_FLAGS = (
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
     ("--embed-model", "Encoder for fairsumm-bertscore: folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded, default)."),
+    ("--fairsumm-text", "Text pipeline of fairsumm, fairsumm-bertscore, fairsumm-bartscore: 'authors' (FairSumm's "
+     "released eval.py, default) or 'evenhand' (the earlier pipeline)."),
     ("--score-cache", "Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables)."),
 )
 
