@@ -237,16 +237,21 @@ def sample_fairness(
     kept = kept_values(s, cutoff, cumulative)
     if cumulative == "float":
         kept = np.sort(kept)
-    s_k = (s if ref is None else ref)[kept]
+    terms, unfair = _kept_terms(s if ref is None else ref, t, kept, tau)
+    return SampleFairness(
+        uer=float(terms.mean()),
+        unfair=unfair,
+        terms={keys[i]: float(v) for i, v in zip(kept, terms)},
+    )
+
+
+def _kept_terms(s: np.ndarray, t: np.ndarray, kept: np.ndarray, tau: float) -> tuple[np.ndarray, bool]:
+    """UER terms and the unfair flag over the ``kept`` values (s, t renormalized over them)."""
+    s_k = s[kept]
     s_k = s_k / s_k.sum() if s_k.sum() > 0 else np.full(len(kept), 1.0 / len(kept))
     t_tot = t[kept].sum()
     t_k = t[kept] / t_tot if t_tot else np.full(len(kept), 1.0 / len(kept))
-    terms = uer_terms(s_k, t_k)
-    return SampleFairness(
-        uer=float(terms.mean()),
-        unfair=bool((t_k <= s_k * tau).any()),
-        terms={keys[i]: float(v) for i, v in zip(kept, terms)},
-    )
+    return uer_terms(s_k, t_k), bool((t_k <= s_k * tau).any())
 
 
 def auc(
@@ -265,10 +270,24 @@ def auc(
     Example: ``auc({0: 60, 1: 40}, {0: 9, 1: 3})`` is 0.35.
     """
     if over == "cutoff":
-        flags = [
-            sample_fairness(source_counts, target_counts, tau, c, reference, cumulative).unfair
-            for c in GRID
-        ]
+        _check_unit("tau", tau)
+        keys, s, t = _as_arrays(source_counts, target_counts)
+        ref = _reference_array(reference, keys, len(s))
+        # every cutoff keeps a prefix of the values in descending order: find each prefix's
+        # length at once (kept_values' two rules), then one flag per distinct prefix
+        order = np.argsort(-s, kind="stable")
+        if cumulative == "float":
+            reached = np.cumsum(s[order] / s.sum())[None, :] >= GRID[:, None]
+        elif cumulative == "tolerant":
+            running = np.cumsum(s[order])
+            reached = running[None, :] >= (GRID * running[-1] - 1e-9 * running[-1])[:, None]
+        else:
+            raise ValueError(f"`cumulative` must be 'tolerant' or 'float', got {cumulative!r}")
+        lengths = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, len(order))
+        by_length = {
+            n: _kept_terms(s if ref is None else ref, t, order[:n], tau)[1] for n in set(lengths.tolist())
+        }
+        flags = [by_length[n] for n in lengths.tolist()]
     elif over == "tau":
         flags = [
             sample_fairness(source_counts, target_counts, x, 1.0, reference, cumulative).unfair

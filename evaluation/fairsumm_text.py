@@ -47,6 +47,7 @@ The perceptron tagger itself is not shipped: only the lemmas it leads to.
 from __future__ import annotations
 
 import gzip
+import re
 import string
 from functools import lru_cache
 from pathlib import Path
@@ -100,22 +101,112 @@ def _sentence_tokenizer() -> Any:
     for line in _read_lines(folder / "ortho_context.tab.gz"):
         word, flags = line.split("\t")
         params.ortho_context[word] = int(flags)
-    tokenizer = PunktSentenceTokenizer()
+    tokenizer = PunktSentenceTokenizer(lang_vars=_language_vars())
     tokenizer._params = params
     return tokenizer
 
 
+def _unguarded(pattern: Any) -> Any:
+    """The compiled pattern inside NLTK 3.10's ``nltk.redos`` timeout guard (the pattern itself elsewhere)."""
+    return getattr(pattern, "_rx", pattern)
+
+
+def _language_vars() -> Any:
+    """NLTK's default (English) ``PunktLanguageVars`` whose two per-text regexes skip the timeout guard.
+
+    Same patterns, same engine: only the guard's per-call cost goes (the guard is
+    for caller-supplied patterns; these are NLTK's fixed ones).
+    """
+    from nltk.tokenize.punkt import PunktLanguageVars
+
+    class LanguageVars(PunktLanguageVars):
+        def _word_tokenizer_re(self) -> Any:
+            return _unguarded(super()._word_tokenizer_re())
+
+        def period_context_re(self) -> Any:
+            return _unguarded(super().period_context_re())
+
+    return LanguageVars()
+
+
+#: Sentences on which :func:`_treebank` checks its steps against ``NLTKWordTokenizer.tokenize``.
+_PROBES = (
+    "\"Don't,\" she said -- it's 'great' (really) [sic]; can't / won't... $3.88 at 5 p.m.?",
+    "i'd buy 'em again!!! gonna wanna lemme... «quoted» “smart” ‘single’ <tag> {x} 10-15%",
+    "they'll've paid me... it cost $20.00, 2,000 yen & more@home #1 - ok.",
+)
+
+
+_GROUP_REFERENCE = re.compile(r"\\(?:([1-9])(?!\d)|g<(\d+)>)")
+
+
+def _expander(template: str) -> Any:
+    """A function of a match that expands ``template`` (literal text, ``\\N``, ``\\g<N>``) as
+    ``sub`` would, or ``template`` itself when it holds anything else; an unmatched group
+    expands to "" in both. Saves parsing the template on every ``sub`` call."""
+    pieces: list[str | int] = []
+    position = 0
+    for ref in _GROUP_REFERENCE.finditer(template):
+        pieces += [template[position : ref.start()], int(ref.group(1) or ref.group(2))]
+        position = ref.end()
+    pieces.append(template[position:])
+    if len(pieces) == 1 or any(isinstance(p, str) and "\\" in p for p in pieces):
+        return template
+
+    def expand(match: Any) -> str:
+        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in pieces)
+
+    return expand
+
+
 @lru_cache(maxsize=1)
-def _word_tokenizer() -> Any:
+def _treebank() -> Any:
+    """``NLTKWordTokenizer.tokenize`` (default options) as a list of its substitution steps.
+
+    The same compiled patterns, replacements and order as NLTK's method; the
+    patterns are called directly (NLTK 3.10 wraps each in ``nltk.redos``'s
+    timeout guard, which doubles the cost of these fixed, linear patterns). The
+    steps are checked against NLTK's own method on probe sentences at first use;
+    where they differ (another NLTK layout), NLTK's method is used as it is.
+    """
     from nltk.tokenize import NLTKWordTokenizer
 
-    return NLTKWordTokenizer()
+    tokenizer = NLTKWordTokenizer()
+
+    def sub(pattern: Any) -> Any:
+        return _unguarded(pattern).sub
+
+    try:
+        head = [
+            *tokenizer.STARTING_QUOTES, *tokenizer.PUNCTUATION,
+            tokenizer.PARENS_BRACKETS, tokenizer.DOUBLE_DASHES,
+        ]
+        tail = [
+            *tokenizer.ENDING_QUOTES,
+            *[(p, r" \1 \2 ") for p in tokenizer.CONTRACTIONS2],
+            *[(p, r" \1 \2 ") for p in tokenizer.CONTRACTIONS3],
+        ]
+        first = [(sub(p), _expander(r)) for p, r in head]
+        last = [(sub(p), _expander(r)) for p, r in tail]
+    except (AttributeError, TypeError, ValueError):
+        return tokenizer.tokenize
+
+    def tokenize(text: str) -> list[str]:
+        for step, replacement in first:
+            text = step(replacement, text)
+        text = " " + text + " "
+        for step, replacement in last:
+            text = step(replacement, text)
+        return text.split()
+
+    probes = [*_PROBES, *(p.lower() for p in _PROBES)]
+    return tokenize if all(tokenize(p) == tokenizer.tokenize(p) for p in probes) else tokenizer.tokenize
 
 
 def word_tokenize(text: str) -> list[str]:
     """``nltk.word_tokenize(text)``: Punkt English sentences, then Treebank words in each."""
-    words = _word_tokenizer()
-    return [token for sentence in _sentence_tokenizer().tokenize(text) for token in words.tokenize(sentence)]
+    words = _treebank()
+    return [token for sentence in _sentence_tokenizer().tokenize(text) for token in words(sentence)]
 
 
 @lru_cache(maxsize=1)

@@ -178,3 +178,18 @@ def test_similarity_target():
         "b": 0.5,
         "c": 0.0,
     }
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts, counts, st.sampled_from(["float", "tolerant"]))
+def test_auc_equals_the_per_cutoff_definition(source, target, cumulative):
+    # auc finds every cutoff's kept prefix at once; it must equal the flag of each cutoff's sample
+    target = (target * 3)[: len(source)]
+    if sum(source) == 0:
+        source[0] = 1
+    import numpy as np
+
+    from evenhand.evaluation.fairsumm import GRID
+
+    flags = [sample_fairness(source, target, cutoff=c, cumulative=cumulative).unfair for c in GRID]
+    assert auc(source, target, cumulative=cumulative) == float(np.trapezoid(np.asarray(flags, float), GRID))

@@ -151,6 +151,26 @@ def test_shipped_tables_hand_values():
     assert "shoe" not in table and normalize("batteries") == "batteri" and normalize("went") == "go"
 
 
+def test_treebank_steps_equal_nltks_tokenizer(gold_sets):
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from evenhand.evaluation.fairsumm_text import _sentence_tokenizer, _treebank
+
+    nltk_tokenize = NLTKWordTokenizer().tokenize
+    fast = _treebank()
+    assert fast is not nltk_tokenize  # the step list is in use (its probes passed)
+    sentences = {
+        s
+        for exs in gold_sets.values()
+        for ex in exs
+        for text in [*ex.texts, *ex.references]
+        for s in _sentence_tokenizer().tokenize(text.lower())
+    }
+    assert len(sentences) > 5000
+    for sentence in sorted(sentences):
+        assert fast(sentence) == nltk_tokenize(sentence), sentence
+
+
 def _nltk_or_skip():
     nltk = pytest.importorskip("nltk")
     for resource in (

@@ -62,7 +62,7 @@ class FairSummConfig(MetricConfig):
         check_text(self.text)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _group_profile(
     groups: tuple[tuple[str, str], ...], text: str = "authors"
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
