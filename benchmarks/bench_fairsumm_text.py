@@ -39,6 +39,10 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evenhand.evaluation.schema import Example
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_NAME = (
@@ -54,7 +58,7 @@ def shared_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
-def workload(shared: Path) -> list[tuple[object, str]]:
+def workload(shared: Path) -> list[tuple[Example, str]]:
     """(example, gold summary) for every gold of both sets, example by example."""
     from evenhand.evaluation.loaders import load_examples
 
@@ -141,7 +145,7 @@ def nltk_data_missing() -> str | None:
     return None
 
 
-def warm_up_example() -> object:
+def warm_up_example() -> Example:
     """A small example outside the workload: both sides run it once before timing (imports, first calls)."""
     from evenhand.evaluation.schema import Document, Example
 
@@ -163,7 +167,9 @@ def main() -> int:
         return 0
     print(f"workload: {len(pairs)} gold summaries (amazon + yelp, 3 golds each)")
     start = time.perf_counter()
-    lemma_table(), filter_words(), word_tokenize("A warm-up. Done.")
+    lemma_table()
+    filter_words()
+    word_tokenize("A warm-up. Done.")
     tables_s = time.perf_counter() - start
     scorer = get_scorer("fairsumm")
     warm = warm_up_example()
@@ -177,7 +183,7 @@ def main() -> int:
         return 0
     start = time.perf_counter()
     baseline = AuthorsWordProcessing()
-    baseline.sample(list(warm.group_texts(" || ").values()), "Great sound but the battery died.")  # type: ignore[attr-defined]
+    baseline.sample(list(warm.group_texts(" || ").values()), "Great sound but the battery died.")
     load_s = time.perf_counter() - start
 
     # Interleaved: the machine's load changes over a minute, so the two run chunk by chunk
@@ -192,7 +198,7 @@ def main() -> int:
         ours_s += time.perf_counter() - start
         start = time.perf_counter()
         results += [
-            baseline.sample(list(ex.group_texts(" || ").values()), summary)  # type: ignore[attr-defined]
+            baseline.sample(list(ex.group_texts(" || ").values()), summary)
             for ex, summary in chunk
         ]
         base_s += time.perf_counter() - start
