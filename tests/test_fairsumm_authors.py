@@ -212,3 +212,23 @@ def test_shipped_tables_agree_with_nltk(gold_sets):
     for token in checked:
         assert normalize(token) == authors(token), token
     assert len(tokens) > 5000
+
+
+def test_cli_text_option(tmp_path, capsys):
+    from evenhand.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({
+        "id": "e", "documents": [{"text": "Great shoes, great fit.", "group": "pos"},
+                                 {"text": "Bad shoes.", "group": "neg"}],
+        "references": ["Great shoes but a bad price."],
+    }) + "\n")
+    args = ["evaluate", "--data", str(data), "--summaries", "references", "--metrics", "fairsumm", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "a.jsonl")]) in (0, None)
+    assert main([*args, "--out", str(tmp_path / "b.jsonl"), "--fairsumm-text", "evenhand"]) in (0, None)
+    uer = [json.loads((tmp_path / f"{k}.jsonl").read_text())["fairsumm_uer"] for k in "ab"]
+    assert uer == [pytest.approx(1 / 15), pytest.approx(1 / 12)]  # see test_text_evenhand_keeps_the_earlier_pipeline
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "c.jsonl"), "--fairsumm-text", "nltk"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "`text` must be one of" in err and "--fairsumm-text" in err
