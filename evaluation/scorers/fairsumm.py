@@ -155,17 +155,15 @@ class ValueDistributionMetric:
         """BUR, UER and SOF over the corpus, the mean AUC, and BUR over multi-group summaries.
 
         Summaries marked ``skip`` (empty, under ``text="authors"``) are left out, as the
-        authors' ``skip_empty`` does; ``<prefix>_skipped`` says how many.
+        authors' ``skip_empty`` does; ``<prefix>_skipped`` says how many (and is the only
+        statistic when every summary is empty).
         """
         from ..fairsumm import SampleFairness, corpus_fairness
 
         p = self.prefix
         kept = [r for r in records if not r["_fairsumm"].get("skip")]
-        if not kept:
-            raise DataError(
-                f"{p}: every one of the {len(records)} summaries is empty; FairSumm "
-                "(the authors' skip_empty) has none to score"
-            )
+        if not kept:  # every summary empty: nothing to aggregate (the authors' code divides by 0)
+            return {f"{p}_skipped": float(len(records))}
         corpus = corpus_fairness(
             [SampleFairness(**{k: v for k, v in r["_fairsumm"].items() if k != "skip"}) for r in kept]
         )
