@@ -35,13 +35,25 @@ Per sample, with one value v per group (the social attribute's values):
 distribution, the default), ``"equal"`` (uniform over kept values) or a user
 distribution over the values. The cutoff always uses the source counts.
 
-The authors' cumulative float sum can stop short of 1.0 (ten equal values
-sum to 0.9999999999999999) and then wrongly keeps values with no source
-tokens; we compare cumulative counts against ``c·total`` with a relative
-tolerance of 1e-9 instead. Samples whose documents all share one value are
-fair with UER 0 in the authors' code (30 of Yelp's 100 gold samples); the
-corpus functions keep that convention and also report BUR over samples with
-at least two represented values.
+The long-tail cutoff, two ways (``cumulative``): ``"float"`` is the authors'
+code — add s_v/Σs in descending order as Python floats and stop once the sum
+reaches c; the sum can stop short of 1.0 (ten equal values sum to
+0.9999999999999999), and then every value is kept, the ones without source
+tokens included (they count as unfair when the summary misses them).
+``"tolerant"`` compares cumulative counts against ``c·total`` with a relative
+tolerance of 1e-9 instead, so a value without source tokens is never kept
+(the earlier evenhand behaviour, the default of these counts-level functions;
+the ``fairsumm`` scorer uses ``"float"`` unless ``text="evenhand"``). Samples
+whose documents all share one value are fair with UER 0 in the authors' code
+(30 of Yelp's 100 gold samples); the corpus functions keep that convention and
+also report BUR over samples with at least two represented values.
+
+Text: :func:`group_profile`, :func:`source_counts` and
+:func:`ngram_target_counts` take ``text="authors"`` (default: the released
+code's word processing, :mod:`evenhand.evaluation.fairsumm_text`; give each
+value's documents joined by :data:`AUTHORS_SEPARATOR`, as the authors'
+``value_input``) or ``text="evenhand"`` (:func:`evenhand.evaluation.text.fairsumm_tokens`:
+English stop words and lemminflect lemmas, the earlier pipeline).
 """
 
 from __future__ import annotations
@@ -52,8 +64,6 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
-from .text import fairsumm_tokens
-
 Counts = Union[Mapping[Any, float], Sequence[float], np.ndarray]  # any hashable value name as key
 Reference = Union[Literal["ratio", "equal"], Counts]
 
@@ -61,6 +71,12 @@ DEFAULT_TAU = 0.8
 DEFAULT_TEMPERATURE = 2.0
 PAPER_TEMPERATURE = 0.1
 GRID = np.round(np.linspace(0.0, 1.0, 11), 10)
+#: How the authors' data joins one value's documents (``value_input``).
+AUTHORS_SEPARATOR = " || "
+#: The word processing choices of the text-level functions.
+TEXT_PIPELINES = ("authors", "evenhand")
+Cumulative = Literal["tolerant", "float"]
+Text = Literal["authors", "evenhand"]
 
 
 @dataclass(frozen=True)
@@ -155,13 +171,24 @@ def unfair_error_rate(source_share: Any, summary_share: Any, present: Any = None
     return (terms * present).sum(-1) / present.sum(-1).clip(min=1)
 
 
-def kept_values(source: np.ndarray, cutoff: float = 1.0) -> np.ndarray:
-    """Indices kept by the long-tail cutoff, by descending source count (ties: input order)."""
+def kept_values(source: np.ndarray, cutoff: float = 1.0, cumulative: Cumulative = "tolerant") -> np.ndarray:
+    """Indices kept by the long-tail cutoff, by descending source count (ties: input order).
+
+    ``cumulative="float"``: the authors' running float sum of shares (see the module
+    docstring), which keeps every value when it stops short of ``cutoff``;
+    ``"tolerant"``: cumulative counts against ``cutoff·total`` with a 1e-9 relative tolerance.
+    """
     _check_unit("cutoff", cutoff)
     order = np.argsort(-source, kind="stable")
-    cumulative = np.cumsum(source[order])
-    total = cumulative[-1]
-    reached = cumulative >= cutoff * total - 1e-9 * total
+    if cumulative == "float":
+        # np.cumsum adds left to right like the authors' `ratio_count += s / total`
+        reached = np.cumsum(source[order] / source.sum()) >= cutoff
+        return order[: int(np.argmax(reached)) + 1] if reached.any() else order
+    if cumulative != "tolerant":
+        raise ValueError(f"`cumulative` must be 'tolerant' or 'float', got {cumulative!r}")
+    running = np.cumsum(source[order])
+    total = running[-1]
+    reached = running >= cutoff * total - 1e-9 * total
     return order[: int(np.argmax(reached)) + 1]
 
 
@@ -188,6 +215,7 @@ def sample_fairness(
     tau: float = DEFAULT_TAU,
     cutoff: float = 1.0,
     reference: Reference = "ratio",
+    cumulative: Cumulative = "tolerant",
 ) -> SampleFairness:
     """UER and the unfair flag of one sample (see the module docstring for the formulas).
 
@@ -197,23 +225,33 @@ def sample_fairness(
         tau: unfairness threshold τ; a value is under-represented when t_v <= τ·s_v.
         cutoff: long-tail cutoff c in [0, 1].
         reference: ``"ratio"``, ``"equal"`` or a distribution that replaces s_v.
+        cumulative: ``"tolerant"`` or the authors' ``"float"`` cutoff sum (:func:`kept_values`);
+            with ``"float"`` the UER terms are also summed in the values' input order, as the
+            authors' ``compare_distribution`` does, so the float result is theirs bit for bit.
 
     Example: ``sample_fairness({0: 60, 1: 40}, {0: 9, 1: 3})`` has uer 0.075 and is unfair.
     """
     _check_unit("tau", tau)
     keys, s, t = _as_arrays(source_counts, target_counts)
     ref = _reference_array(reference, keys, len(s))
-    kept = kept_values(s, cutoff)
-    s_k = (s if ref is None else ref)[kept]
+    kept = kept_values(s, cutoff, cumulative)
+    if cumulative == "float":
+        kept = np.sort(kept)
+    terms, unfair = _kept_terms(s if ref is None else ref, t, kept, tau)
+    return SampleFairness(
+        uer=float(terms.mean()),
+        unfair=unfair,
+        terms={keys[i]: float(v) for i, v in zip(kept, terms)},
+    )
+
+
+def _kept_terms(s: np.ndarray, t: np.ndarray, kept: np.ndarray, tau: float) -> tuple[np.ndarray, bool]:
+    """UER terms and the unfair flag over the ``kept`` values (s, t renormalized over them)."""
+    s_k = s[kept]
     s_k = s_k / s_k.sum() if s_k.sum() > 0 else np.full(len(kept), 1.0 / len(kept))
     t_tot = t[kept].sum()
     t_k = t[kept] / t_tot if t_tot else np.full(len(kept), 1.0 / len(kept))
-    terms = uer_terms(s_k, t_k)
-    return SampleFairness(
-        uer=float(terms.mean()),
-        unfair=bool((t_k <= s_k * tau).any()),
-        terms={keys[i]: float(v) for i, v in zip(kept, terms)},
-    )
+    return uer_terms(s_k, t_k), bool((t_k <= s_k * tau).any())
 
 
 def auc(
@@ -222,6 +260,7 @@ def auc(
     tau: float = DEFAULT_TAU,
     over: Literal["cutoff", "tau"] = "cutoff",
     reference: Reference = "ratio",
+    cumulative: Cumulative = "tolerant",
 ) -> float:
     """Area under the unfair indicator over cutoffs (code) or over τ at cutoff 1 (paper).
 
@@ -231,12 +270,28 @@ def auc(
     Example: ``auc({0: 60, 1: 40}, {0: 9, 1: 3})`` is 0.35.
     """
     if over == "cutoff":
-        flags = [
-            sample_fairness(source_counts, target_counts, tau, c, reference).unfair for c in GRID
-        ]
+        _check_unit("tau", tau)
+        keys, s, t = _as_arrays(source_counts, target_counts)
+        ref = _reference_array(reference, keys, len(s))
+        # every cutoff keeps a prefix of the values in descending order: find each prefix's
+        # length at once (kept_values' two rules), then one flag per distinct prefix
+        order = np.argsort(-s, kind="stable")
+        if cumulative == "float":
+            reached = np.cumsum(s[order] / s.sum())[None, :] >= GRID[:, None]
+        elif cumulative == "tolerant":
+            running = np.cumsum(s[order])
+            reached = running[None, :] >= (GRID * running[-1] - 1e-9 * running[-1])[:, None]
+        else:
+            raise ValueError(f"`cumulative` must be 'tolerant' or 'float', got {cumulative!r}")
+        lengths = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, len(order))
+        by_length = {
+            n: _kept_terms(s if ref is None else ref, t, order[:n], tau)[1] for n in set(lengths.tolist())
+        }
+        flags = [by_length[n] for n in lengths.tolist()]
     elif over == "tau":
         flags = [
-            sample_fairness(source_counts, target_counts, x, 1.0, reference).unfair for x in GRID
+            sample_fairness(source_counts, target_counts, x, 1.0, reference, cumulative).unfair
+            for x in GRID
         ]
     else:
         raise ValueError(f"`over` must be 'cutoff' or 'tau', got {over!r}")
@@ -274,15 +329,31 @@ def corpus_fairness(samples: Sequence[SampleFairness]) -> CorpusFairness:
     )
 
 
-def group_profile(group_texts: Mapping[str, str]) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
+def content_tokenizer(text: Text = "authors") -> Callable[[str], list[str]]:
+    """The content-token function of a text pipeline: ``"authors"`` (the released code's) or ``"evenhand"``."""
+    if text == "authors":
+        from .fairsumm_text import content_tokens
+
+        return content_tokens
+    if text == "evenhand":
+        from .text import fairsumm_tokens
+
+        return fairsumm_tokens
+    raise ValueError(f"`text` must be one of {TEXT_PIPELINES}, got {text!r}")
+
+
+def group_profile(
+    group_texts: Mapping[str, str], text: Text = "authors"
+) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
     """Per value, its FairSumm content-token count (every occurrence) and its content-token set."""
-    tokens = {g: fairsumm_tokens(text) if text else [] for g, text in group_texts.items()}
+    tokenize = content_tokenizer(text)
+    tokens = {g: tokenize(t) if t else [] for g, t in group_texts.items()}
     return {g: len(t) for g, t in tokens.items()}, {g: frozenset(t) for g, t in tokens.items()}
 
 
-def source_counts(group_texts: Mapping[str, str]) -> dict[str, int]:
+def source_counts(group_texts: Mapping[str, str], text: Text = "authors") -> dict[str, int]:
     """Per value, the number of FairSumm content tokens (every occurrence) in its documents."""
-    return group_profile(group_texts)[0]
+    return group_profile(group_texts, text)[0]
 
 
 def ngram_target(vocab: Mapping[str, Collection[str]], summary_tokens: Sequence[str]) -> dict[str, int]:
@@ -290,9 +361,9 @@ def ngram_target(vocab: Mapping[str, Collection[str]], summary_tokens: Sequence[
     return {g: sum(tok in words for tok in summary_tokens) for g, words in vocab.items()}
 
 
-def ngram_target_counts(group_texts: Mapping[str, str], summary: str) -> dict[str, int]:
+def ngram_target_counts(group_texts: Mapping[str, str], summary: str, text: Text = "authors") -> dict[str, int]:
     """N-gram matching target: each summary content token adds 1 to every value containing it."""
-    return ngram_target(group_profile(group_texts)[1], fairsumm_tokens(summary))
+    return ngram_target(group_profile(group_texts, text)[1], content_tokenizer(text)(summary))
 
 
 def similarity_target(

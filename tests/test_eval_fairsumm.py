@@ -12,6 +12,7 @@ from evenhand.evaluation.fairsumm import (
     similarity_target,
     source_counts,
 )
+from evenhand.evaluation.fairsumm_text import content_tokens, word_tokenize
 from evenhand.evaluation.text import fairsumm_tokens
 
 # Computed with the authors' code (issue 3).
@@ -39,6 +40,24 @@ def test_float_bug_not_reproduced():
         == 10
     )
     assert source_array.sum() == 10
+
+
+def test_float_cutoff_of_the_authors():
+    # the authors' running float sum of ten 0.1 shares is 0.9999999999999999 < 1, so the
+    # value without source tokens stays: it is unfair (t = 0 <= 0.8·0) and UER divides by 11
+    source = {i: 1 for i in range(10)} | {10: 0}
+    r = sample_fairness(source, {0: 1}, cumulative="float")
+    assert list(r.terms) == list(range(11))
+    assert r.terms[10] == 0.0 and r.terms[1] == pytest.approx(0.1)
+    assert r.uer == pytest.approx(0.9 / 11) and r.unfair
+    tolerant = sample_fairness(source, {0: 1})
+    assert 10 not in tolerant.terms and tolerant.uer == pytest.approx(0.09)
+    # when the sum reaches 1.0 exactly, both agree: (3, 1, 0) -> 0.75 + 0.25
+    a = sample_fairness([3, 1, 0], [1, 1, 0], cumulative="float")
+    b = sample_fairness([3, 1, 0], [1, 1, 0])
+    assert (a.uer, a.unfair, sorted(a.terms)) == (b.uer, b.unfair, sorted(b.terms)) == (0.125, True, [0, 1])
+    with pytest.raises(ValueError, match="`cumulative`"):
+        sample_fairness(source, {0: 1}, cumulative="exact")  # type: ignore[arg-type]
 
 
 def test_hand_computed_three_values():
@@ -120,13 +139,30 @@ def test_text_pipeline_hand():
     # stop words and punctuation go; "shoes" and "shoe" share the stem
     assert fairsumm_tokens("The shoes are great. People love them!") == ["shoe", "great", "love"]
     groups = {"pos": "Great shoes, great fit.", "neg": "Bad shoes.", "neu": ""}
-    assert source_counts(groups) == {"pos": 4, "neg": 2, "neu": 0}
+    assert source_counts(groups, text="evenhand") == {"pos": 4, "neg": 2, "neu": 0}
     # summary words: shoe (both), great (pos), bad (neg), price (none)
-    assert ngram_target_counts(groups, "Great shoes but a bad price.") == {
+    assert ngram_target_counts(groups, "Great shoes but a bad price.", text="evenhand") == {
         "pos": 2,
         "neg": 2,
         "neu": 0,
     }
+
+
+def test_authors_text_pipeline_hand():
+    # the released code drops every NLTK language's stop words: "bad" (Hinglish), "man", "son",
+    # "die" (Danish, Dutch, German...), "em" (Portuguese); English contractions stay
+    assert content_tokens("Bad shoes.") == ["shoe"]
+    assert content_tokens(
+        "The man's son didn't die; I'd buy 'em again... Mr. Smith's dogs were running."
+    ) == ["'s", "n't", "'d", "buy", "mr.", "smith", "'s", "dog", "run"]
+    # Punkt keeps "mr." whole (an abbreviation) and splits the final period
+    assert word_tokenize("mr. smith's dogs were running.")[:2] == ["mr.", "smith"]
+    groups = {"pos": "Great shoes, great fit.", "neg": "Bad shoes.", "neu": ""}
+    assert source_counts(groups) == {"pos": 4, "neg": 1, "neu": 0}
+    # summary tokens great, shoe, price: great (pos), shoe (pos, neg)
+    assert ngram_target_counts(groups, "Great shoes but a bad price.") == {"pos": 2, "neg": 1, "neu": 0}
+    with pytest.raises(ValueError, match="`text`"):
+        source_counts(groups, text="spacy")  # type: ignore[arg-type]
 
 
 def test_similarity_target():
@@ -142,3 +178,18 @@ def test_similarity_target():
         "b": 0.5,
         "c": 0.0,
     }
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts, counts, st.sampled_from(["float", "tolerant"]))
+def test_auc_equals_the_per_cutoff_definition(source, target, cumulative):
+    # auc finds every cutoff's kept prefix at once; it must equal the flag of each cutoff's sample
+    target = (target * 3)[: len(source)]
+    if sum(source) == 0:
+        source[0] = 1
+    import numpy as np
+
+    from evenhand.evaluation.fairsumm import GRID
+
+    flags = [sample_fairness(source, target, cutoff=c, cumulative=cumulative).unfair for c in GRID]
+    assert auc(source, target, cumulative=cumulative) == float(np.trapezoid(np.asarray(flags, float), GRID))

@@ -99,11 +99,11 @@ def test_decoder_counts_equal_fairsumm_ngram_target(tok):
     generated = torch.tensor([tok(" " + summary, add_special_tokens=False)["input_ids"]])
     counts = group_counts(tables.member, generated)[0].tolist()
     texts = ex.group_texts()
-    expected = ngram_target_counts(texts, summary)
+    expected = ngram_target_counts(texts, summary, text="evenhand")  # the decoder's word attribution
     assert counts == [float(expected[g]) for g in gv.groups]
     # by hand: neg: batteri die work 'm; pos: love bright screen batteri work ("worked")
     assert dict(zip(gv.groups, counts)) == {"neg": 4.0, "pos": 5.0}
-    src = source_counts(texts)
+    src = source_counts(texts, text="evenhand")
     assert gv.source_counts.tolist() == [float(src[g]) for g in gv.groups]
 
 

@@ -51,7 +51,11 @@ def test_metrics_and_rerank_scorers_share_one_registry():
                                ["the cat sat on the mat", "a dog ran in a park"])
     assert copied == 0.0 and fresh == 1.0  # all copied: MINT 0; nothing shared: MINT 1
     fairsumm = get_scorer("fairsumm")
-    assert fairsumm.score([example("e")], ["Great shoes."]) == [0.0]  # fair: -UER = 0
+    # source (authors' text): pos great, shoe, great, fit; neg shoe ("bad" is a Hinglish stop word)
+    # -> s = (4, 1)/5; the summary hits great, shoe, great, fit -> t = (4, 1)/5: fair, -UER = 0
+    assert fairsumm.score([example("e")], ["Great shoes, great fit."]) == [0.0]
+    # "Great shoes." -> t = (2, 1)/3: pos falls short by 0.8 - 2/3, UER = (0.8 - 2/3)/2
+    assert fairsumm.score([example("e")], ["Great shoes."]) == [pytest.approx(-(0.8 - 2 / 3) / 2)]
 
 
 def test_evaluate_calls_the_corpus_aggregator(wordcount):

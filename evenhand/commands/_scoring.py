@@ -18,6 +18,8 @@ SCORER_FLAGS = (
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
     ("--embed-model", "Encoder for fairsumm-bertscore: folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded, default)."),
+    ("--fairsumm-text", "Text pipeline of fairsumm, fairsumm-bertscore, fairsumm-bartscore: 'authors' (FairSumm's "
+     "released eval.py, default) or 'evenhand' (the earlier pipeline)."),
     ("--score-cache", "Folder for the on-disk score cache (default: <evenhand cache>/scores; 'none' disables)."),
 )
 
@@ -106,10 +108,23 @@ def score_cache(args: argparse.Namespace) -> Any:
 
 def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
     """Each named scorer built with the command line's options and score cache."""
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.registry import get_scorer, scorer_class
+    from evenhand.evaluation.schema import DataError
 
     options = scorer_options(args, names)
-    return [get_scorer(name, cache_dir=score_cache(args), **options[name]) for name in names]
+    scorers = []
+    for name in names:
+        try:
+            scorers.append(get_scorer(name, cache_dir=score_cache(args), **options[name]))
+        except ValueError as err:  # a setting the scorer's config refuses: one line, exit 2
+            flags = [
+                "--" + dest.replace("_", "-")
+                for dest in getattr(scorer_class(name), "cli_options", {})
+                if getattr(args, dest, None)
+            ]
+            where = f" (from {', '.join(flags)})" if flags else ""
+            raise DataError(f"{name}: {err}{where}") from None
+    return scorers
 
 
 def split_names(text: str | list[str], flag: str = "--scorers") -> list[str]:

@@ -36,6 +36,10 @@ is not scored; a v text longer than ``max_source_tokens`` is chunked
 (AlignScore) instead of truncated at 1024 tokens.
 
 T: the code's 2 (default) or the paper's 0.1 (``temperature``).
+
+``text`` (``--fairsumm-text``): the source side's pipeline, as for ``fairsumm``
+— ``"authors"`` (default: the released word processing and float cutoff, empty
+summaries skipped in the corpus) or ``"evenhand"`` (the earlier pipeline).
 """
 
 from __future__ import annotations
@@ -48,7 +52,9 @@ from ...evaluation.registry import register
 from ...evaluation.schema import Document, Example
 from ...evaluation.scorer import Scorer, ScorerConfig
 from ...evaluation.scorers.fairsumm import (
+    TEXT_HELP,
     ValueDistributionMetric,
+    check_text,
     distribution_row,
     source_profile,
 )
@@ -63,9 +69,9 @@ def _check_temperature(value: Any) -> None:
         raise ValueError(f"`temperature` must be a non-negative float (code 2, paper 0.1), got {value!r}")
 
 
-def value_texts(example: Example, metric: str) -> tuple[dict[str, int], dict[str, str]]:
-    """(N-gram source counts, per value its documents joined by " || ") of one example."""
-    counts, _ = source_profile(example, metric)
+def value_texts(example: Example, metric: str, text: str = "authors") -> tuple[dict[str, int], dict[str, str]]:
+    """(N-gram source counts under the ``text`` pipeline, per value its documents joined by " || ")."""
+    counts, _ = source_profile(example, metric, text)
     return counts, example.group_texts(VALUE_SEPARATOR)
 
 
@@ -82,6 +88,11 @@ class _ModelMetric(ValueDistributionMetric):
 
     def columns(self, record: dict[str, Any]) -> dict[str, Any]:
         return {k: record[k] for k in self.detail_fields}
+
+    @property
+    def text(self) -> str:
+        """The source side's text pipeline (``config.text``: "authors" or "evenhand")."""
+        return getattr(getattr(self, "config", None), "text", "authors")
 
 
 #: bert_score's precision baselines (``rescale_baseline/en/<model>.tsv``, column P) by
@@ -113,10 +124,12 @@ class BertScoreConfig(ScorerConfig):
     max_length: int | None = field(default=None, metadata={"help": "Tokens per text (None: the encoder's positions, 512 for roberta/MiniLM)."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
     target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: fairness compares values)."})
+    text: str = field(default="authors", metadata={"help": "Source side: " + TEXT_HELP})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_temperature(self.temperature)
+        check_text(self.text)
         if self.method not in ("summary", "sentence"):
             raise ValueError(f"`method` must be 'summary' or 'sentence', got {self.method!r}")
         if self.baseline is not None and not self.baseline < 1:
@@ -131,7 +144,7 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
 
     Config = BertScoreConfig
     prefix = "fairsumm_bertscore"
-    cli_options = {"embed_model": "encoder", "device": "device"}
+    cli_options = {"embed_model": "encoder", "device": "device", "fairsumm_text": "text"}
 
     #: A ready ``TextEncoder`` to use instead of loading ``config.encoder`` (None: load it).
     _encoder: Any = None
@@ -187,7 +200,7 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
 
         results = []
         for example, summary in zip(sources, outputs):
-            counts, texts = value_texts(example, self.name)
+            counts, texts = value_texts(example, self.name, self.text)
             values = [v for v, t in texts.items() if t]
             units = [summary] if self.config.method == "summary" else (split_sentences(summary) or [summary])
             grid = self.precisions(units, [texts[v] for v in values])
@@ -196,7 +209,7 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
                 for unit, row in zip(units, grid)
             ]
             target = {v: sum(t[v] for t in targets) / len(targets) for v in texts}
-            row = distribution_row(self.prefix, counts, target)
+            row = distribution_row(self.prefix, counts, target, self.text, summary)
             row.update(score=-row[f"{self.prefix}_uer"], fairsumm_bertscore_backend=self.model_id)
             results.append(row)
         return results
@@ -209,10 +222,12 @@ class BartScoreConfig(LmConfig):
     temperature: float = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Softmax temperature T (code 2, paper 0.1)."})
     target_only: bool = field(default=False, metadata={"help": "Restrict to the target group's documents (off: fairness compares values)."})
     score_end: bool = field(default=True, metadata={"help": "Also score the token that ends the summary (BARTScore's code scores </s>)."})
+    text: str = field(default="authors", metadata={"help": "Source side: " + TEXT_HELP})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_temperature(self.temperature)
+        check_text(self.text)
 
 
 @register("fairsumm-bartscore")
@@ -221,6 +236,7 @@ class FairSummBartScore(_ModelMetric, LmScorer[BartScoreConfig]):
 
     Config = BartScoreConfig
     prefix = "fairsumm_bartscore"
+    cli_options = {**LmScorer.cli_options, "fairsumm_text": "text"}
 
     def value_scores(self, sources: list[Example], outputs: list[str]) -> list[dict[str, float]]:
         """Per output, per value with documents: mean token log p(summary | that value's documents).
@@ -230,7 +246,7 @@ class FairSummBartScore(_ModelMetric, LmScorer[BartScoreConfig]):
         """
         pairs: list[tuple[int, str, Example]] = []
         for i, ex in enumerate(sources):
-            source_profile(ex, self.name)
+            source_profile(ex, self.name, self.text)
             for value in ex.groups:
                 docs = [Document(d.text, d.group) for d in ex.documents if d.group == value]
                 if docs:
@@ -246,9 +262,9 @@ class FairSummBartScore(_ModelMetric, LmScorer[BartScoreConfig]):
 
         results = []
         for example, summary, scores in zip(sources, outputs, self.value_scores(sources, outputs)):
-            counts, texts = value_texts(example, self.name)
+            counts, texts = value_texts(example, self.name, self.text)
             target = similarity_target(texts, summary, scores, self.config.temperature)
-            row = distribution_row(self.prefix, counts, target)
+            row = distribution_row(self.prefix, counts, target, self.text, summary)
             row.update(score=-row[f"{self.prefix}_uer"], fairsumm_bartscore_backend=self.model_id)
             results.append(row)
         return results
