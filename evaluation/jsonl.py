@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .files import read_utf8
+from .outputs import check_output_path, new_file_mode, write_errors
 from .schema import DataError, Example
 
 
@@ -48,22 +49,63 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]:
     """A text file handle whose content replaces ``path`` only when the block ends without error.
 
-    The data goes to a temporary file beside ``path`` (flushed and fsync'ed), then
-    renamed over it; on an exception the temporary file is removed and ``path``
-    keeps its old content.
+    ``path`` must be a regular file, a symlink to one (its target is replaced)
+    or absent (``check_output_path``); anything else raises OutputError before
+    a byte is written. The data goes to a temporary file beside it (flushed
+    and fsync'ed), then renamed over it; on an exception the temporary file is
+    removed and ``path`` keeps its old content. The new file gets the old
+    file's mode, or 0o666 minus the umask. A write that fails for lack of
+    space (or quota, or a read-only file system) raises OutputError naming ``path``.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    path = check_output_path(path)
+    mode = new_file_mode(path)
+    with write_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
+        with write_errors(path):
+            os.fchmod(fd, mode)
+        f = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        with f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+            with write_errors(path):
+                f.flush()
+                os.fsync(f.fileno())
+        with write_errors(path):
+            check_output_path(path)  # still a regular file (or absent) at the moment it is replaced
+            os.replace(tmp, path)
+    except OSError as err:
+        raise_write_error(path, err)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def raise_write_error(path: Path, err: OSError) -> None:
+    """Re-raise ``err`` as an OutputError naming ``path`` when it is a write failure (disk full...)."""
+    with write_errors(path):
+        raise err
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Replace ``path`` with ``data`` atomically (an image, say), like ``atomic_open``."""
+    path = check_output_path(path)
+    mode = new_file_mode(path)
+    with write_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), mode)
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            check_output_path(path)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
@@ -200,6 +242,8 @@ class ResumableJsonl:
         manifest: Mapping[str, Any] | None = None, force_resume: bool = False,
     ) -> None:
         self.path = Path(path)
+        for sibling in self.siblings(self.path):  # regular files only, before anything is read
+            check_output_path(sibling, append=sibling == self.path)
         self.key = key
         self.manifest = json.loads(json.dumps(manifest)) if manifest is not None else None
         self.records: dict[Any, dict[str, Any]] = {}
@@ -207,6 +251,12 @@ class ResumableJsonl:
         if not self._fresh:
             self._check_manifest(force_resume)
             self._recover()
+
+    @staticmethod
+    def siblings(path: str | Path) -> list[Path]:
+        """Every file a resumable output may write, replace or remove: itself, its manifest, their backups."""
+        path = Path(path)
+        return [path, manifest_path(path), backup_path(path), backup_path(manifest_path(path))]
 
     def _check_manifest(self, force: bool) -> None:
         if self.manifest is None:
@@ -286,11 +336,22 @@ class ResumableJsonl:
         rows = [dict(r) for r in rows]
         if self._fresh:
             self._start()
-        with self.path.open("a", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+        with write_errors(self.path, "the records written before are kept"):
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                size = os.fstat(fd).st_size
+                try:
+                    view = memoryview(text)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, size)  # no torn batch: the file ends at its last complete record
+                    raise
+            finally:
+                os.close(fd)
         for row in rows:
             self.records[row[self.key]] = row
 

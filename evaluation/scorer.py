@@ -218,7 +218,29 @@ class Scorer(Generic[ConfigT]):
         # target_only acts on the key's source; max_concurrency/timeout only pace a server
         skip = ("batch_size", "progress", "target_only", "max_concurrency", "timeout")
         settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
-        return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
+        identity: list[Any] = [self.name, self.model_id, settings]
+        if getattr(self, "_content", False) is False:  # once per scorer: a stat per file, a hash when new
+            self._content = self._model_content()
+        content = self._content
+        if content is not None:  # a local model replaced in place (same name, same sizes) scores anew
+            identity.append(content)
+        return json.dumps(identity, sort_keys=True, default=str)
+
+    def _model_content(self) -> list[str] | None:
+        """Content digests of the local files or folders ``model_id`` names (``a|b``, ``n=a,m=b``), or None."""
+        import re
+
+        from .outputs import content_digest
+
+        digests = []
+        for part in re.split(r"[|,]", self.model_id or ""):
+            for candidate in (part, part.split("=", 1)[-1]):
+                if candidate and not candidate.startswith(("http://", "https://")):
+                    digest = content_digest(candidate)
+                    if digest is not None:
+                        digests.append(digest)
+                        break
+        return digests or None
 
     def _key(self, example: Example, output: str) -> str:
         blob = json.dumps([self._fingerprint(), _source_key(example), output], ensure_ascii=False)
@@ -253,6 +275,9 @@ class Scorer(Generic[ConfigT]):
 
     def _load_disk_cache(self) -> None:
         assert self._cache_file is not None
+        from .outputs import check_output_path
+
+        check_output_path(self._cache_file, "--score-cache", append=True)  # never a FIFO, device or folder
         if not self._cache_file.exists():
             return
         for line in self._cache_file.read_text(encoding="utf-8").splitlines():
@@ -265,10 +290,22 @@ class Scorer(Generic[ConfigT]):
     def _append_disk_cache(self, fresh: dict[str, dict[str, Any]]) -> None:
         if self._cache_file is None or not fresh:
             return
-        self._cache_file.parent.mkdir(parents=True, exist_ok=True)
-        with self._cache_file.open("a", encoding="utf-8") as f:
-            for key, result in fresh.items():
-                f.write(json.dumps({"key": key, "result": result}, ensure_ascii=False) + "\n")
+        from .outputs import output_lock, write_errors
+
+        text = "".join(
+            json.dumps({"key": key, "result": result}, ensure_ascii=False) + "\n" for key, result in fresh.items()
+        ).encode("utf-8")
+        with write_errors(self._cache_file, "the scores cached before are kept"):
+            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+            # one writer at a time (other runs share the cache): wait for a short append, never interleave
+            with output_lock(self._cache_file, "--score-cache", wait=120), self._cache_file.open("ab") as f:
+                size = f.tell()
+                try:
+                    f.write(text)
+                    f.flush()
+                except OSError:
+                    f.truncate(size)
+                    raise
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, config={self.config})"

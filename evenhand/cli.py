@@ -69,6 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = f"{err.filename}: {message}"
         print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except OSError as err:
+        from evenhand.evaluation.outputs import WRITE_ERRNOS
+
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        # disk full, quota, read-only file system while writing: name the file, nothing finished is lost
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"evenhand {args.command}: error: {where}cannot write ({WRITE_ERRNOS[err.errno]}); "
+              "results finished before are kept; free space and run again", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -260,8 +260,54 @@ def _csv_path(out: str) -> Path:
     return path.with_suffix(".csv") if path.suffix == ".jsonl" else path.with_name(path.name + ".csv")
 
 
+#: The first columns of the demo's CSV table: a CSV starting so was written by the demo and may be replaced.
+DEMO_CSV_HEADER = "id,composite_plain,composite_evenhand"
+
+
+def check_demo_outputs(out: str) -> Path:
+    """Before any work: ``--out`` and its CSV sibling must be writable regular files; return the CSV path.
+
+    ``--out`` itself is replaced as asked. The CSV beside it (``X.csv``) is
+    implicit, so an existing one is replaced only when it is a demo table
+    (its header starts with :data:`DEMO_CSV_HEADER`); any other file there is
+    refused, never overwritten.
+    """
+    from evenhand.evaluation.outputs import check_output_path, lock_path
+    from evenhand.evaluation.schema import DataError
+
+    check_output_path(out, "--out")
+    csv_path = _csv_path(out)
+    if csv_path.resolve() == Path(out).resolve():
+        raise DataError(f"--out {out}: the demo also writes a CSV table beside it; give a .jsonl path")
+    check_output_path(csv_path, "--out")
+    check_output_path(lock_path(out), "--out")
+    if csv_path.exists():
+        with csv_path.open("rb") as f:
+            head = f.read(len(DEMO_CSV_HEADER))
+        if head != DEMO_CSV_HEADER.encode():
+            raise DataError(
+                f"--out {out}: {csv_path} exists and is not a demo table (its header does not start with "
+                f"{DEMO_CSV_HEADER!r}), so the demo will not overwrite it; move it or choose another --out"
+            )
+    return csv_path
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    """Plain vs evenhand summaries of the chosen demo example(s), with scores."""
+    """Plain vs evenhand summaries of the chosen demo example(s), with scores.
+
+    With ``--out``, its lock is held for the whole run, so a second demo on the
+    same ``--out`` exits 2 at once instead of after a minute of work.
+    """
+    if not args.out:
+        return _run_demo(args)
+    from evenhand.evaluation.outputs import output_lock
+
+    check_demo_outputs(args.out)
+    with output_lock(args.out, "--out"):
+        return _run_demo(args)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
@@ -275,6 +321,8 @@ def run_demo(args: argparse.Namespace) -> int:
     for flag, value in (("--max-new-tokens", args.max_new_tokens), ("--candidates", args.candidates)):
         if value < 1:
             raise DataError(f"{flag} must be a positive int, got {value}")
+    if args.out:  # before the model loads: a minute of work is not lost to a bad --out
+        check_demo_outputs(args.out)
     check_local(args.model)
     config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
                         candidates=args.candidates)
@@ -314,8 +362,9 @@ def run_demo(args: argparse.Namespace) -> int:
     if len(rows) > 1:
         print("\n== all examples\n" + format_table(table))
     if args.out:
+        csv_path = check_demo_outputs(args.out)  # again: the CSV may have appeared meanwhile
         write_jsonl(args.out, rows)
-        csv_path = write_csv(_csv_path(args.out), table)
+        write_csv(csv_path, table)
         print(f"\nwrote {args.out} and {csv_path}")
     print(f"\ndemo wall time: {time.perf_counter() - start:.0f} s")
     return 0

@@ -57,6 +57,7 @@ import json
 import random
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..evaluation.schema import Example
@@ -89,9 +90,45 @@ def sample_prompts(n_train: int, per_iteration: int, seed: int, iteration: int) 
 def manifest(ctx: RunContext, store: RunStore) -> dict[str, Any]:
     """The run's manifest: config, finished iterations and their summaries, process and data counts."""
     return {
-        "config": ctx.config.to_dict(), "finished": store.finished(), "iterations": store.summaries(),
+        "config": ctx.config.to_dict(), "inputs": run_inputs(ctx.config),
+        "finished": store.finished(), "iterations": store.summaries(),
         "num_processes": ctx.world, "train_examples": len(ctx.train), "dev_examples": len(ctx.dev),
     }
+
+
+def run_inputs(config: DPORRConfig) -> dict[str, Any]:
+    """The content a run's results depend on beyond its settings: data files' SHA-256 and the model's identity."""
+    from ..decoding.models import model_identity
+    from ..evaluation.outputs import content_digest
+
+    inputs: dict[str, Any] = {"model": model_identity(config.model)}
+    for name in ("data", "dev_data"):
+        path = getattr(config, name)
+        if path:
+            inputs[name] = content_digest(path)
+    return inputs
+
+
+def check_inputs(config: DPORRConfig, out_dir: Path) -> None:
+    """Refuse to resume a run whose data or model content changed since its manifest was written."""
+    from ..evaluation.schema import DataError
+
+    path = out_dir / MANIFEST
+    if not path.is_file():
+        return
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")).get("inputs")
+    except (OSError, ValueError, AttributeError):
+        return  # check_resumable reports an unreadable manifest
+    if not isinstance(stored, dict):
+        return  # a run from before inputs were recorded
+    current = json.loads(json.dumps(run_inputs(config), default=str))
+    changed = [k for k in sorted(set(stored) | set(current)) if stored.get(k) != current.get(k)]
+    if changed:
+        raise DataError(
+            f"{out_dir}: the run's {', '.join(changed)} changed since its iterations were trained "
+            "(content differs from the manifest's inputs); resuming would mix them: choose another `out_dir`"
+        )
 
 
 def zero_shot(ctx: RunContext, store: RunStore) -> None:
@@ -188,6 +225,7 @@ def train_dpo_rr(
         iterations and each one's summary (dev means per scorer, pair counts,
         train metrics, seconds per stage).
     """
+    check_inputs(config, Path(config.out_dir))  # before any model loads
     ctx = open_run(config, scorers, train, dev)
     store = RunStore(config.out_dir, ctx.state)
     store.check_resumable(config)

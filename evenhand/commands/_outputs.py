@@ -6,7 +6,28 @@ The flags (``--no-resume``, ``--force-resume``) are ``evenhand.args.COMMON_OPTIO
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+
+def check_results_path(out: str, flag: str = "--out", extra: tuple[Path, ...] = ()) -> None:
+    """Before any work: ``out``, its manifest, their ``.bak`` files and ``extra`` must be regular files (or absent)."""
+    from evenhand.evaluation.jsonl import ResumableJsonl
+    from evenhand.evaluation.outputs import check_output_path, lock_path
+
+    for path in (*ResumableJsonl.siblings(out), *extra, lock_path(out)):
+        check_output_path(path, flag, append=Path(path) == Path(out))
+
+
+@contextmanager
+def locked(out: str | Path, flag: str = "--out") -> Iterator[None]:
+    """Hold ``out``'s advisory lock for the block: a second writer exits 2 naming this process."""
+    from evenhand.evaluation.outputs import output_lock
+
+    with output_lock(out, flag):
+        yield
 
 
 def open_results(args: argparse.Namespace, command: str, options: dict[str, Any], key: str = "id") -> Any:

@@ -94,11 +94,23 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
         raise DataError(f"--out must be a .json file, got {args.out!r}")
     if out.exists() and data.exists() and out.resolve() == data.resolve():
         raise DataError("--out is the --data file; write the calibration elsewhere")
+    from evenhand.evaluation.outputs import check_output_path, lock_path
+
+    check_output_path(out, "--out")
+    check_output_path(lock_path(out), "--out")
     return names, alpha
 
 
 def run(args: argparse.Namespace) -> int:
     """Score, fit, cross-validate, write the calibration and print the table."""
+    from evenhand.evaluation.outputs import output_lock
+
+    names, alpha = _check(args)
+    with output_lock(args.out, "--out"):  # a second writer on --out exits 2
+        return _calibrate(args, names, alpha)
+
+
+def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) -> int:
     from pathlib import Path
 
     import evenhand
@@ -108,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.meta_eval import load_annotated, meta_evaluate
     from evenhand.evaluation.registry import get_scorer
 
-    names, alpha = _check(args)
     data = load_annotated(args.data, targets=[args.target])
     if args.limit is not None:
         data.first_sources(args.limit)

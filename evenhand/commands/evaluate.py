@@ -53,8 +53,13 @@ def check_outputs(args: argparse.Namespace) -> None:
     inputs = {"--data": args.data}
     if not args.summaries.startswith("references"):
         inputs["--summaries"] = args.summaries
+    from evenhand.evaluation.outputs import check_output_path, lock_path
+
+    check_output_path(args.out, "--out")  # /dev/null or a folder as --out: refused, not written beside
     for path in table_paths(args.out).values():
         check_output(path, inputs)
+        check_output_path(path, "--out")  # each table: a regular file or absent, in a writable folder
+    check_output_path(lock_path(args.out), "--out")
 
 
 def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
@@ -75,6 +80,7 @@ def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
 def run(args: argparse.Namespace) -> int:
     from evenhand.commands._scoring import build_scorers, split_names
     from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.outputs import output_lock
     from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
     names = split_names(args.metrics, "--metrics")
@@ -83,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     check_lengths(examples, args.data)
     items = select_summaries(examples, args.summaries)
     scorers = build_scorers(args, names)
-    report = evaluate(items, scorers, progress=not args.quiet and len(items) > 50)
-    paths = write_tables(report, args.out)
+    with output_lock(args.out, "--out"):  # a second writer on --out exits 2; no two runs mix tables
+        report = evaluate(items, scorers, progress=not args.quiet and len(items) > 50)
+        paths = write_tables(report, args.out)
     print(format_corpus(report))
     print(f"wrote {paths['rows_jsonl']} (+ .csv) and {paths['corpus_jsonl']} (+ .csv)")
     return 0

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from tqdm.auto import tqdm
 
-    from evenhand.commands._outputs import open_results
+    from evenhand.commands._outputs import check_results_path, locked, open_results
     from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.decoding.server import is_server_url
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
+    check_results_path(args.out)
     if is_server_url(args.model):  # before any request or file: processors cannot run on a server
         from evenhand.decoding.server_generate import check_server_config
 
@@ -69,34 +70,35 @@ def run(args: argparse.Namespace) -> int:
     examples = every[: args.limit]
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
-    store = open_results(args, "generate", settings)
+    with locked(args.out):  # a second writer on --out exits 2
+        store = open_results(args, "generate", settings)
 
-    def needed(ex: Example) -> bool:
-        return ex.id in wanted and not store.done(ex.id)
+        def needed(ex: Example) -> bool:
+            return ex.id in wanted and not store.done(ex.id)
 
-    todo = pending_batches(every, config.batch_size, needed)
-    remaining = sum(needed(ex) for _, batch in todo for ex in batch)
-    if remaining < len(examples):
-        print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
-    if todo:
-        if is_server_url(args.model):
-            from evenhand.commands._scoring import server_client
+        todo = pending_batches(every, config.batch_size, needed)
+        remaining = sum(needed(ex) for _, batch in todo for ex in batch)
+        if remaining < len(examples):
+            print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
+        if todo:
+            if is_server_url(args.model):
+                from evenhand.commands._scoring import server_client
 
-            model, tokenizer = server_client(args, args.model), None
-        else:
-            model, tokenizer = load_generator(args.model, device=args.device)
-        bar = tqdm(total=remaining, desc="generate", unit="ex")
-        for start, batch in todo:
-            summaries = generate(
-                model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
-                progress=False,
-            )
-            rows = [
-                {"id": ex.id, "summary": s, "model": args.model, "config": settings}
-                for ex, s in zip(batch, summaries) if needed(ex)
-            ]
-            store.append(rows)
-            bar.update(len(rows))
-        bar.close()
-    print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
-    return 0
+                model, tokenizer = server_client(args, args.model), None
+            else:
+                model, tokenizer = load_generator(args.model, device=args.device)
+            bar = tqdm(total=remaining, desc="generate", unit="ex")
+            for start, batch in todo:
+                summaries = generate(
+                    model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
+                    progress=False,
+                )
+                rows = [
+                    {"id": ex.id, "summary": s, "model": args.model, "config": settings}
+                    for ex, s in zip(batch, summaries) if needed(ex)
+                ]
+                store.append(rows)
+                bar.update(len(rows))
+            bar.close()
+        print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
+        return 0

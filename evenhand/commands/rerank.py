@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     """Rerank, appending one record per example to --out; print a summary."""
     import dataclasses
 
-    from evenhand.commands._outputs import open_results
+    from evenhand.commands._outputs import check_results_path, locked, open_results
     from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
     from evenhand.decoding.generate import GenerateConfig
     from evenhand.decoding.models import check_local, load_generator
@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
+    check_results_path(args.out)
     served = is_server_url(args.model)
     if served:  # before any request: what a server cannot do raises here
         check_server_config(generate_config)
@@ -99,16 +100,17 @@ def run(args: argparse.Namespace) -> int:
             for n, o in scorer_options(args, sorted({*names, *floors})).items()
         },
     }
-    store = open_results(args, "rerank", options)
-    floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
-    if served:
-        model, tokenizer = server_client(args, args.model), None
-    else:
-        model, tokenizer = load_generator(args.model, device=args.device)
-        for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
-            share_model(s, model, tokenizer, args.model)
-    reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
-    records = reranker.rerank(examples, out=store)
+    with locked(args.out):  # a second writer on --out exits 2
+        store = open_results(args, "rerank", options)
+        floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
+        if served:
+            model, tokenizer = server_client(args, args.model), None
+        else:
+            model, tokenizer = load_generator(args.model, device=args.device)
+            for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
+                share_model(s, model, tokenizer, args.model)
+        reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
+        records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]
     mean_all = [sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
     plain = " + the plain beam-search summary" if floors else ""

@@ -37,9 +37,10 @@ def run(args: argparse.Namespace) -> int:
     summary = run_sweep(config, results=args.results, progress=not args.quiet)
     if summary.process_index == 0:
         print(cell_table(summary.results))
+    rescored = f", scored {summary.rescored} finished rows with the metrics they lacked" if summary.rescored else ""
     print(
         f"process {summary.process_index}/{summary.num_processes}: wrote {summary.written} rows, "
-        f"skipped {summary.skipped} finished, into {summary.results}"
+        f"skipped {summary.skipped} finished{rescored}, into {summary.results}"
     )
     return 0
 

@@ -16,8 +16,13 @@ continues from its last finished iteration when started again on the same
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from evenhand.args import add_dataclass_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from evenhand.training.config import DPORRConfig
 
 NAME = "train"
 HELP = ("DPO+RR (sample, rerank, DPO on preference pairs) or --method grpo (online RL rewarded by the "
@@ -46,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(DPORRConfig, args, config_file=args.config)
     if config.scorers:
         split_names(config.scorers, "scorers")  # registered names, before any model loads
-    manifest = train_dpo_rr(config)
+    manifest = _train_locked(config, train_dpo_rr)
     names = ["composite", *config.scorer_names]
     print("iteration  pairs  " + "  ".join(f"dev {n}" for n in names) + "  seconds")
     for s in manifest["iterations"]:
@@ -57,3 +62,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"{s['iteration']:>9}  {s.get('pairs', '-'):>5}  {cells}  {total:.0f}")
     print(f"adapters and records in {config.out_dir}")
     return 0
+
+
+def _train_locked(config: DPORRConfig, train: Callable[[DPORRConfig], dict[str, Any]]) -> dict[str, Any]:
+    """Train with ``out_dir`` checked and locked: a second ``train`` on it exits 2 naming this one.
+
+    Under ``accelerate launch`` only the rank-0 process takes the lock (the
+    others write nothing but wait for it).
+    """
+    import os
+    from pathlib import Path
+
+    from evenhand.evaluation.outputs import (
+        check_output_dir,
+        check_output_path,
+        lock_path,
+        output_lock,
+    )
+
+    out = Path(config.out_dir)
+    check_output_dir(out, "--out", files=("manifest.json",))
+    check_output_path(lock_path(out), "--out")
+    if os.environ.get("RANK", "0") != "0":
+        return train(config)
+    with output_lock(out, "--out"):
+        return train(config)

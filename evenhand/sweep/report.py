@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from evenhand.evaluation.jsonl import atomic_open, write_csv
+from evenhand.evaluation.jsonl import atomic_open, atomic_write_bytes, write_csv
+from evenhand.evaluation.outputs import output_lock
 from evenhand.evaluation.schema import DataError
 from evenhand.sweep.store import ResultRow, StoredResults, read_results
 
@@ -98,7 +99,18 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_") or "x"
+    """A file-name stem for ``text``, distinct for distinct texts.
+
+    Letters, digits and ``_`` are kept; a text with any other character (``a-b``,
+    ``a b``) gets those replaced by ``_`` and a hash of the whole text appended
+    (``a_b-1c2d3e4f``), so ``a-b`` and ``a_b`` never share a plot file.
+    """
+    import hashlib
+
+    slug = "".join(c if c.isalnum() and c.isascii() else "_" for c in text)
+    if slug == text and slug:
+        return slug
+    return f"{slug.strip('_')[:40] or 'x'}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _label(settings: dict[str, Any], drop: Sequence[str], varying: Sequence[str]) -> str:
@@ -232,9 +244,13 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
 def _save(fig: Any, plt: Any, section: Section, out: Path, ds: _Dataset, kind: str,
           table: list[dict[str, Any]]) -> Section:
     stem = f"{_slug(ds.name)}_{kind}"
+    import io
+
     fig.tight_layout()
-    fig.savefig(out / f"{stem}.png", dpi=110)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=110)
     plt.close(fig)
+    atomic_write_bytes(out / f"{stem}.png", image.getvalue())
     _write_csv(out / f"{stem}.csv", table)
     section.image, section.csv = f"{stem}.png", f"{stem}.csv"
     return section
@@ -410,6 +426,25 @@ def build_report(
                 + ", ".join(columns)
             )
     out = Path(out)
+    check_report_dir(out)
+    with output_lock(out, "--out"):  # a second report into the same folder exits 2
+        return _build(stored, results, out, rank_by, n_bootstrap, seed)
+
+
+def check_report_dir(out: Path) -> None:
+    """``--out`` must be a writable folder (or absent) whose page, plots and tables are regular files."""
+    from evenhand.evaluation.outputs import check_output_dir, check_output_path, lock_path
+
+    check_output_dir(out, "--out", files=("index.html", "cells.csv"))
+    check_output_path(lock_path(out), "--out")
+    if out.is_dir():
+        for entry in sorted(out.iterdir()):
+            if entry.suffix in (".png", ".csv", ".html"):
+                check_output_path(entry, "--out")
+
+
+def _build(stored: StoredResults, results: str | Path | StoredResults, out: Path, rank_by: str,
+           n_bootstrap: int, seed: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     datasets: dict[str, list[ResultRow]] = defaultdict(list)
     for r in stored.rows:

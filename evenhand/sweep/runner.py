@@ -15,6 +15,7 @@ writes its own shard file; the main process merges the shards at the end
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.outputs import output_lock
 from evenhand.evaluation.schema import DataError, Example
 from evenhand.sweep.config import Cell, SweepConfig
 from evenhand.sweep.store import ResultRow, ResultStore, merge_shards, shard_path, shard_paths
@@ -48,6 +50,7 @@ class SweepSummary:
     units: int
     process_index: int = 0
     num_processes: int = 1
+    rescored: int = 0  # finished rows scored with a metric they lacked
 
 
 def plan_units(config: SweepConfig, datasets: dict[str, list[Example]]) -> list[Unit]:
@@ -158,11 +161,6 @@ def run_sweep(
             when launched with it, else 0 of 1.
         progress: show a progress bar.
     """
-    from tqdm.auto import tqdm
-
-    from evenhand.decoding.generate import generate
-    from evenhand.sweep import hookups
-
     state = None
     if process_index is None or num_processes is None:
         process_index, num_processes, state = _distributed()
@@ -176,7 +174,114 @@ def run_sweep(
             check_local(name, "cell `model`")
     results = Path(results or config.results)
     path = results if num_processes == 1 else shard_path(results, process_index, num_processes)
+    check_results_file(results, path)
+    with output_lock(path, "--results"):  # a second sweep writing this file exits 2 naming this one
+        return _run_locked(config, results, path, datasets, load_model, rerank_fn, on_row,
+                           process_index, num_processes, state, progress)
+
+
+def check_results_file(results: Path, path: Path) -> None:
+    """``--results`` (and this process's shard), their SQLite side files and lock must be regular files or absent."""
+    from evenhand.evaluation.outputs import check_output_path, lock_path
+
+    for file in (results, path):
+        for side in ("", "-wal", "-shm", "-journal"):
+            check_output_path(Path(str(file) + side), "--results", append=True)
+        check_output_path(lock_path(file), "--results")
+    for shard in shard_paths(results):
+        check_output_path(shard, "--results", append=True)
+
+
+def data_digests(config: SweepConfig) -> dict[str, str]:
+    """SHA-256 of each data set's file, by data set name."""
+    from evenhand.evaluation.jsonl import file_sha256
+
+    return {name: file_sha256(path) for name, path in sorted(config.datasets.items())}
+
+
+def model_digests(config: SweepConfig) -> dict[str, Any]:
+    """Each cell model's content identity (``decoding.models.model_identity``), by model name."""
+    from evenhand.decoding.models import model_identity
+
+    return {name: model_identity(name) for name in sorted({cell.model for cell in config.cells})}
+
+
+def scoring_of(config: SweepConfig) -> dict[str, Any]:
+    """What the stored scores depend on besides the summary: metrics, factuality scorer and options, extra scorers."""
+    return {
+        "metrics": list(config.metrics), "factuality": config.factuality,
+        "factuality_options": dict(config.factuality_options), "extra_scorers": list(config.extra_scorers),
+    }
+
+
+def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
+    """Refuse finished rows whose data or model changed; return what scoring the finished rows lack.
+
+    The store's meta records each data set's SHA-256 (``datasets``), each cell
+    model's content identity (``models``) and the scoring (``scoring``). A data
+    set or model that changed while rows of it are stored is refused, naming
+    it, since its rows would be stale. A metric or extra scorer that is new, or
+    a factuality scorer that changed, is not an error: the returned dict names
+    them and the runner scores the finished rows' summaries with them.
+    """
+    stored = {k: v for k, v in store.meta().items() if k in ("datasets", "models", "scoring")}
+    import json
+
+    old = {k: json.loads(v) for k, v in stored.items()}
+    datasets, models = data_digests(config), model_digests(config)
+    finished = store.finished_datasets_and_models()
+    for name, digest in datasets.items():
+        before = old.get("datasets", {}).get(name)
+        if before is not None and before != digest and name in finished["datasets"]:
+            raise DataError(
+                f"{results}: data set {name!r} ({config.datasets[name]}) changed since its rows were "
+                f"written (sha256 {before[:12]} -> {digest[:12]}); reusing them would mix old and new "
+                "data: write to a new --results file (or delete this one)"
+            )
+    for name, identity in models.items():
+        before = old.get("models", {}).get(name)
+        if before is not None and before != identity and name in finished["models"]:
+            raise DataError(
+                f"{results}: model {name!r} changed since its rows were written (its weights' content "
+                "differs); reusing them would mix two models: write to a new --results file (or delete this one)"
+            )
+    missing: dict[str, Any] = {"metrics": [], "extra_scorers": [], "factuality": False}
+    if "scoring" in old and store.has_rows():
+        before = old["scoring"]
+        missing["metrics"] = [m for m in config.metrics if m not in before.get("metrics", [])]
+        missing["extra_scorers"] = [m for m in config.extra_scorers if m not in before.get("extra_scorers", [])]
+        missing["factuality"] = bool(config.factuality) and (
+            config.factuality != before.get("factuality")
+            or config.factuality_options != before.get("factuality_options", {})
+        )
+    merged_scoring = scoring_of(config)
+    if "scoring" in old:  # metrics computed before stay listed: their columns are still in the rows
+        merged_scoring["metrics"] = list(dict.fromkeys([*old["scoring"].get("metrics", []), *config.metrics]))
+        merged_scoring["extra_scorers"] = list(dict.fromkeys(
+            [*old["scoring"].get("extra_scorers", []), *config.extra_scorers]))
+    store.set_meta("datasets", json.dumps({**old.get("datasets", {}), **datasets}, sort_keys=True))
+    store.set_meta("models", json.dumps({**old.get("models", {}), **models}, sort_keys=True, default=str))
+    missing["scoring"] = merged_scoring
+    return missing
+
+
+def _run_locked(
+    config: SweepConfig, results: Path, path: Path, datasets: dict[str, list[Example]],
+    load_model: Callable[[str], tuple[Any, Any]] | None, rerank_fn: Callable[..., list[dict[str, Any]]] | None,
+    on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
+    progress: bool,
+) -> SweepSummary:
+    from tqdm.auto import tqdm
+
+    from evenhand.decoding.generate import generate
+    from evenhand.sweep import hookups
+
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
+    try:
+        missing = check_freshness(store, config, results)
+    except BaseException:
+        store.close()
+        raise
     store.set_meta("name", config.name)
     store.set_meta("config", config.text)
     store.add_cells(config.cells)
@@ -194,6 +299,11 @@ def run_sweep(
     rerank_fn = rerank_fn or hookups.rerank_batch
     factuality = hookups.build_scorer(config.factuality, config.factuality_options) if config.factuality else None
     extra = {name: hookups.build_scorer(name) for name in config.extra_scorers}
+    rescored = 0
+    if missing["metrics"] or missing["extra_scorers"] or missing["factuality"]:
+        rescored = rescore(store, datasets, missing, factuality if missing["factuality"] else None,
+                           {n: extra[n] for n in missing["extra_scorers"]})
+    store.set_meta("scoring", json.dumps(missing["scoring"], sort_keys=True))
 
     units = plan_units(config, datasets)
     mine = [u for i, u in enumerate(units) if i % num_processes == process_index]
@@ -249,10 +359,37 @@ def run_sweep(
     if num_processes > 1 and state is not None:
         state.wait_for_everyone()
         if state.is_main_process:
-            merge_shards(results)
+            from evenhand.evaluation.outputs import output_lock
+
+            with output_lock(results, "--results"):
+                merge_shards(results)
     elif num_processes == 1 and shard_paths(results):
-        merge_shards(results)  # rows an earlier multi-process run left in shards
-    return SweepSummary(results, written, skipped, len(todo), process_index, num_processes)
+        merge_shards(results)  # rows an earlier multi-process run left in shards (this process holds the lock)
+    return SweepSummary(results, written, skipped, len(todo), process_index, num_processes, rescored)
+
+
+def rescore(store: ResultStore, datasets: dict[str, list[Example]], missing: dict[str, Any],
+            factuality: Any, extra: dict[str, Any]) -> int:
+    """Score the finished rows' stored summaries with the metrics (and scorers) they lack; return the rows updated.
+
+    Generation is not repeated: a metric added to a finished sweep costs only its scoring.
+    Rows of data sets or examples no longer in the config are left as they are.
+    """
+    by_id = {name: {ex.id: ex for ex in examples} for name, examples in datasets.items()}
+    rows = [r for r in store.rows() if r.example_id in by_id.get(r.dataset, {})]
+    size = 16
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
+        batch = [by_id[r.dataset][r.example_id] for r in chunk]
+        if missing["metrics"]:
+            scored = batch_metrics(batch, [r.summary for r in chunk], missing["metrics"])
+            for row, (metrics, error) in zip(chunk, scored):
+                row.metrics.update(metrics)
+                if error:
+                    row.error = "; ".join(e for e in (row.error, error) if e)
+        _score(chunk, batch, factuality, extra)
+        store.update(chunk)
+    return len(rows)
 
 
 def _score(rows: list[ResultRow], batch: list[Example], factuality: Any, extra: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ runs) from blocking the writer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -178,7 +179,7 @@ class ResultStore:
         rows = list(rows)
         new = 0
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with self.conn:
+        with _write_errors(self.path), self.conn:
             for r in rows:
                 if r.key in self._done:
                     continue
@@ -195,9 +196,63 @@ class ResultStore:
         self._done.update(r.key for r in rows)
         return new
 
+    def meta(self) -> dict[str, str]:
+        """Every meta key and value of this file."""
+        return dict(self.conn.execute("SELECT key, value FROM meta"))
+
+    def has_rows(self) -> bool:
+        """Whether any row is stored in this file."""
+        return self.conn.execute("SELECT 1 FROM rows LIMIT 1").fetchone() is not None
+
+    def finished_datasets_and_models(self) -> dict[str, set[str]]:
+        """The data sets and cell models that have stored rows in this file."""
+        from evenhand.sweep.config import DEFAULT_MODEL
+
+        datasets = {d for (d,) in self.conn.execute("SELECT DISTINCT dataset FROM rows")}
+        models = set()
+        for (settings,) in self.conn.execute(
+            "SELECT settings FROM cells WHERE cell_id IN (SELECT DISTINCT cell_id FROM rows)"
+        ):
+            try:
+                models.add(str(json.loads(settings).get("model") or DEFAULT_MODEL))
+            except (ValueError, AttributeError):
+                continue
+        return {"datasets": datasets, "models": models}
+
+    def rows(self) -> list[ResultRow]:
+        """Every row stored in this file, in key order."""
+        return [_decode(r) for r in self.conn.execute(
+            f"SELECT {', '.join(ROW_COLUMNS)} FROM rows ORDER BY cell_id, dataset, seed, example_id")]
+
+    def update(self, rows: Iterable[ResultRow]) -> None:
+        """Rewrite the scores (metrics, factuality, error) of stored rows in one transaction."""
+        with _write_errors(self.path), self.conn:
+            self.conn.executemany(
+                "UPDATE rows SET metrics=?, factuality=?, factuality_scorer=?, factuality_backend=?, error=? "
+                "WHERE cell_id=? AND dataset=? AND seed=? AND example_id=?",
+                [(json.dumps(r.metrics, sort_keys=True), r.factuality, r.factuality_scorer,
+                  r.factuality_backend, r.error, *r.key) for r in rows],
+            )
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+
+@contextlib.contextmanager
+def _write_errors(path: Path) -> Iterator[None]:
+    """SQLite's "database or disk is full" (and other I/O failures) as one line naming the file."""
+    try:
+        yield
+    except sqlite3.OperationalError as err:
+        text = str(err)
+        if "full" not in text and "disk I/O" not in text and "readonly" not in text:
+            raise
+        from evenhand.evaluation.outputs import OutputError
+
+        raise OutputError(
+            f"{path}: cannot write ({text}); the rows committed before are kept; free space and run again"
+        ) from None
 
 
 def merge_shards(results: str | Path, remove: bool = True) -> int:
