@@ -257,3 +257,31 @@ def test_a_read_only_folder_is_refused_before_any_work(tmp_path, model_dir, caps
         locked_dir.chmod(0o755)
     err = capsys.readouterr().err.strip()
     assert "permission denied" in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "meta-eval", "calibrate", "rerank"])
+@pytest.mark.parametrize("kind", ["fifo", "dir", "devlink", "cache-is-a-file"])
+def test_a_bad_score_cache_file_is_refused(tmp_path, model_dir, capsys, command, kind):
+    work = make_inputs(tmp_path)
+    cache = work / "cache"
+    argv_template, name = COMMANDS[command]
+    argv = [a.format(w=work, m=model_dir, o=work / name) for a in argv_template]
+    flag = {"evaluate": "--metrics", "meta-eval": "--scorers", "calibrate": "--scorers", "rerank": "--scorers"}[command]
+    argv = [a for i, a in enumerate(argv) if a != "--score-cache" and (i == 0 or argv[i - 1] != "--score-cache")]
+    if flag in argv:
+        argv[argv.index(flag) + 1] = "lm-likelihood"
+    else:
+        argv += [flag, "lm-likelihood"]
+    argv += ["--lm-model", str(model_dir), "--score-cache", str(cache)]
+    if kind == "cache-is-a-file":
+        cache.write_text("not a folder\n")
+        needle = "is not a directory"
+    else:
+        cache.mkdir()
+        KINDS[kind][0](cache / "lm-likelihood.jsonl")
+        needle = KINDS[kind][1]
+    before, kinds = _snapshot(work), _kinds(work)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--score-cache" in err and needle in err, err
+    assert _snapshot(work) == before and _kinds(work) == kinds

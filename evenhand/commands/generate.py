@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 
 from evenhand.args import (
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     examples = every[: args.limit]
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
-    with locked(args.out):  # a second writer on --out exits 2
+    with locked(args.out), contextlib.ExitStack() as stack:  # a second writer on --out exits 2
         store = open_results(args, "generate", settings)
 
         def needed(ex: Example) -> bool:
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 model, tokenizer = load_generator(args.model, device=args.device)
             bar = tqdm(total=remaining, desc="generate", unit="ex")
+            stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:
                 summaries = generate(
                     model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
