@@ -250,7 +250,7 @@ def file_digest(path: str | Path) -> str:
         return _DIGESTS[key]
     digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+        while block := f.read(1 << 20):
             digest.update(block)
     _DIGESTS[key] = value = digest.hexdigest()
     with contextlib.suppress(OSError):  # the on-disk cache only saves time

@@ -199,8 +199,8 @@ def test_score_cache_is_not_reused_after_weights_changed_in_place(model_dir, tmp
     old = first.score(sources, outputs)
     _replace_in_place(model / "model.safetensors")
     second = get_scorer("lm-likelihood", cache_dir=cache, model=str(model), progress=False)
-    assert second._key(*second._validate(sources, outputs)[0], outputs[0]) != \
-        first._key(*first._validate(sources, outputs)[0], outputs[0])
+    [example] = first._validate(sources, outputs)[0]
+    assert second._key(example, outputs[0]) != first._key(example, outputs[0])
     new = second.score(sources, outputs)
     assert new != old  # scored again with the new weights, not read back from the cache
     assert len(read_jsonl(cache / "lm-likelihood.jsonl")) == 2
@@ -266,8 +266,8 @@ def test_sweep_refuses_finished_rows_of_a_model_changed_in_place(model_dir, tmp_
 
 
 def test_train_refuses_to_resume_after_the_data_changed(tmp_path, capsys):
-    from evenhand.training.loop import check_inputs, run_inputs
     from evenhand.training.config import DPORRConfig
+    from evenhand.training.loop import check_inputs, run_inputs
 
     data = _write_data(tmp_path / "data.jsonl", 4)
     out = tmp_path / "run"
