@@ -285,3 +285,50 @@ def test_a_bad_score_cache_file_is_refused(tmp_path, model_dir, capsys, command,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--score-cache" in err and needle in err, err
     assert _snapshot(work) == before and _kinds(work) == kinds
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_an_unwritable_output_folder_is_refused_before_any_work(tmp_path, model_dir, capsys, monkeypatch, command):
+    """Permissions as a non-root user sees them (tests may run as root): ``os.access`` denies the folder."""
+    import evenhand.evaluation.outputs as outputs
+
+    work = make_inputs(tmp_path)
+    if command == "report":
+        _report_results(work)
+    denied = work / "ro"
+    denied.mkdir()
+    real_access = os.access
+
+    def access(path, mode, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if Path(path) == denied and mode & os.W_OK:
+            return False
+        return real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(outputs.os, "access", access)
+    argv_template, name = COMMANDS[command]
+    argv = [a.format(w=work, m=model_dir, o=denied / name) for a in argv_template]
+    before = _snapshot(work)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "permission denied" in err and str(denied) in err, err
+    assert _snapshot(work) == before and not any(denied.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devlink", "dir"])
+def test_report_refuses_a_results_file_that_is_no_regular_file(tmp_path, capsys, kind):
+    work = make_inputs(tmp_path)
+    results = work / "r.sqlite"
+    KINDS[kind][0](results)
+    before, kinds = _snapshot(work), _kinds(work)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(60)
+    try:
+        code = main(["report", "--results", str(results), "--out", str(work / "rep")])
+    except _Alarm:
+        pytest.fail(f"report hung reading {kind} results")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "r.sqlite" in err, err
+    assert _snapshot(work) == before and _kinds(work) == kinds and not (work / "rep").exists()

@@ -299,6 +299,9 @@ def read_results(path: str | Path) -> StoredResults:
     """Read rows, cells and meta from ``path`` and any shard files beside it (read-only)."""
     path = Path(path)
     files = [p for p in [path, *shard_paths(path)] if p.exists()]
+    for file in files:  # SQLite would block on a FIFO and read a device forever
+        if not file.is_file():
+            raise DataError(f"{file}: not a regular file; give --results the SQLite file `evenhand sweep` wrote")
     if not files:
         raise FileNotFoundError(f"{path}: results file not found (run `evenhand sweep` first)")
     rows: dict[tuple[str, str, int, str], ResultRow] = {}
