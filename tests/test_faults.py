@@ -446,3 +446,18 @@ def test_report_plot_files_of_a_dash_and_an_underscore_data_set_differ():
     assert _slug("news") == "news" and _slug("a_b") == "a_b"
     assert _slug("a-b") != _slug("a_b") and _slug("a b") != _slug("a-b")
     assert _slug("a-b").startswith("a_b-") and len({_slug(t) for t in ("a-b", "a_b", "a b", "a.b", "a/b")}) == 5
+
+
+def test_injected_disk_full_in_rerank_exits_2_on_one_line_keeping_finished_records(tmp_path, model_dir, monkeypatch, capfd):
+    data = _write_data(tmp_path / "data.jsonl", 3)
+    out = tmp_path / "out.jsonl"
+    argv = ["rerank", "--data", str(data), "--out", str(out), "--model", str(model_dir), "--max-new-tokens", "6",
+            "--candidates", "2", "--scorers", "rouge-l-recall", "--floors", "none", "--score-cache", "none"]
+    assert main([*argv, "--limit", "1"]) == 0
+    before = out.read_bytes()
+    monkeypatch.setattr(os, "fsync", _enospc)
+    assert main(argv) == 2
+    monkeypatch.undo()
+    last = capfd.readouterr().err.rstrip("\n").split("\n")[-1]
+    assert last.startswith(f"evenhand rerank: error: {out}: cannot write (disk full)"), last
+    assert out.read_bytes() == before
