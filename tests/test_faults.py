@@ -50,8 +50,8 @@ def _hold_lock(out: Path) -> subprocess.Popen:
 
 
 def test_second_generate_on_one_out_exits_2_and_the_first_output_is_intact(tmp_path, model_dir, capsys):
-    data = _write_data(tmp_path / "data.jsonl", 12)
-    flags = ["--data", str(data), "--model", str(model_dir), "--max-new-tokens", "16", "--batch-size", "1"]
+    data = _write_data(tmp_path / "data.jsonl", 4)
+    flags = ["--data", str(data), "--model", str(model_dir), "--max-new-tokens", "8", "--batch-size", "1"]
     out, clean = tmp_path / "out.jsonl", tmp_path / "clean.jsonl"
     first = subprocess.Popen([sys.executable, "-m", "evenhand", "generate", *flags, "--out", str(out)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -67,7 +67,7 @@ def test_second_generate_on_one_out_exits_2_and_the_first_output_is_intact(tmp_p
     assert not lock_path(out).exists()  # released and removed
     assert main(["generate", *flags, "--out", str(clean)]) == 0
     assert out.read_bytes() == clean.read_bytes()  # no duplicated or interleaved records
-    assert len(read_jsonl(out)) == 12
+    assert len(read_jsonl(out)) == 4
 
 
 @pytest.mark.parametrize("command", ["rerank", "meta-eval", "evaluate", "calibrate", "sweep", "train", "report"])
