@@ -70,7 +70,7 @@ def test_second_generate_on_one_out_exits_2_and_the_first_output_is_intact(tmp_p
     assert len(read_jsonl(out)) == 4
 
 
-@pytest.mark.parametrize("command", ["rerank", "meta-eval", "evaluate", "calibrate", "sweep", "train", "report"])
+@pytest.mark.parametrize("command", ["rerank", "meta-eval", "evaluate", "calibrate", "sweep", "train", "report", "demo"])
 def test_a_second_writer_of_every_command_exits_2_naming_the_holder(tmp_path, model_dir, capsys, command):
     from conftest import write_controlled
 
@@ -90,6 +90,7 @@ def test_a_second_writer_of_every_command_exits_2_naming_the_holder(tmp_path, mo
         "sweep": ["sweep", "--config", str(tmp_path / "sweep.yaml"), "--results"],
         "train": ["train", "--data", str(data), "--model", str(model_dir), "--out"],
         "report": ["report", "--results", str(tmp_path / "none.sqlite"), "--out"],
+        "demo": ["demo", "--model", str(model_dir), "--out"],
     }[command]
     out = tmp_path / {"calibrate": "c.json", "sweep": "r.sqlite", "train": "run", "report": "rep"}.get(command, "o.jsonl")
     if command == "report":  # a store to report on
@@ -461,3 +462,24 @@ def test_injected_disk_full_in_rerank_exits_2_on_one_line_keeping_finished_recor
     last = capfd.readouterr().err.rstrip("\n").split("\n")[-1]
     assert last.startswith(f"evenhand rerank: error: {out}: cannot write (disk full)"), last
     assert out.read_bytes() == before
+
+
+def test_report_writes_a_dash_and_an_underscore_data_set_to_separate_files(tmp_path):
+    from evenhand.sweep.config import Cell
+    from evenhand.sweep.report import build_report
+    from evenhand.sweep.store import ResultRow, ResultStore
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    cells = [Cell({"abstractiveness": h}, f"h{h}") for h in (1.0, 2.0)]
+    store.add_cells(cells)
+    store.write([ResultRow(c.id, name, 0, f"e{i}", i, "s", {"mint": 0.1 * i + k + (name == "a_b")},
+                           factuality=0.2 * k + 0.1 * i)
+                 for name in ("a-b", "a_b") for k, c in enumerate(cells) for i in range(3)])
+    store.close()
+    out = tmp_path / "rep"
+    build_report(tmp_path / "r.sqlite", out, n_bootstrap=5)
+    tradeoff = sorted(p.name for p in out.glob("*_tradeoff.csv"))
+    assert len(tradeoff) == 2 and "a_b_tradeoff.csv" in tradeoff, tradeoff
+    tables = [(out / name).read_text() for name in tradeoff]
+    assert tables[0] != tables[1] and all(("a-b" in t) != ("a_b" in t) for t in tables)
+    assert len(list(out.glob("*_tradeoff.png"))) == 2
