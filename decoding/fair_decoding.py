@@ -18,7 +18,7 @@ def check_examples(examples: Sequence[Example], config: FairnessSettings) -> Non
     """Raise DataError before any decoding if fairness is on and an example lacks groups."""
     if config.active:
         for i, ex in enumerate(examples):
-            ex.require_groups(f"examples[{i}]")
+            ex.require_groups(ex.where(f"examples[{i}]"))
 
 
 def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> BatchHooks:

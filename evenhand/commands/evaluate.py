@@ -78,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
     names = split_names(args.metrics, "--metrics")
+    if len(set(names)) != len(names):
+        from evenhand.evaluation.schema import DataError
+
+        raise DataError(f"--metrics lists a metric twice: {', '.join(names)}")
     check_outputs(args)
     examples = load_examples(args.data)
     check_lengths(examples, args.data)

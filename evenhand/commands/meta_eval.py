@@ -41,19 +41,24 @@ def run(args: argparse.Namespace) -> int:
 
     from evenhand.commands._outputs import open_results
     from evenhand.commands._scoring import build_scorers, scorer_options, split_names
+    from evenhand.decoding.models import check_device
+    from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.jsonl import check_output
-    from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
+    from evenhand.evaluation.meta_eval import TRUTHS, check_spread, load_controlled, meta_evaluate
     from evenhand.evaluation.schema import DataError
 
     names = split_names(args.scorers)
-    if args.n_bootstrap < 1:
-        raise DataError(f"--n-bootstrap must be a positive int, got {args.n_bootstrap}")
-    if args.limit is not None and args.limit < 1:
-        raise DataError(f"--limit must be a positive int, got {args.limit}")
+    if len(set(names)) != len(names):
+        raise DataError(f"--scorers lists a scorer twice: {', '.join(names)}")
+    check_count(args.n_bootstrap, "--n-bootstrap")
+    check_count(args.limit, "--limit", high=10**9, none_ok=True)
+    check_seed(args.seed, "--seed")
+    check_device(args.device)
     check_output(args.out, {"--data": args.data})
     data = load_controlled(args.data)
     if args.limit is not None:
         data.first_sources(args.limit)
+    check_spread(data, TRUTHS, args.data)
     options = scorer_options(args, names)
     store = open_results(args, "meta-eval", {
         "limit": args.limit, "n_bootstrap": args.n_bootstrap, "seed": args.seed,

@@ -170,8 +170,9 @@ def run_sweep(
         raise ValueError(f"`process_index` must be in [0, {num_processes}), got {process_index}")
     datasets = load_datasets(config)  # bad data or a missing model fail before the results file is touched
     if load_model is None:
-        from evenhand.decoding.models import check_local
+        from evenhand.decoding.models import check_device, check_local
 
+        check_device(config.device, "`device`")
         for name in sorted({cell.model for cell in config.cells}):
             check_local(name, "cell `model`")
     results = Path(results or config.results)
