@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from .schema import DataError
 
@@ -148,9 +148,10 @@ def check_number(
     )
     if not ok_type or (isinstance(value, float) and not math.isfinite(value)):
         raise DataError(f"{loc}{name} must be {want}, got {_short(value)}")
-    if low is not None and (value < low or (low_open and value == low)):
+    number = float(cast(float, value))  # an int or a finite float by now
+    if low is not None and (number < low or (low_open and number == low)):
         raise DataError(f"{loc}{name} must be {want}, got {_short(value)}")
-    if high is not None and (value > high or (high_open and value == high)):
+    if high is not None and (number > high or (high_open and number == high)):
         if " in " in want:
             raise DataError(f"{loc}{name} must be {want}, got {_short(value)}")
         bound = f"below {_num(high)}" if high_open else f"at most {_num(high)}"

@@ -111,12 +111,24 @@ def read_state_dict(path: str | Path) -> dict[str, Any]:
 
         state: Any = load_file(str(path))
     else:
+        import pickle
+
         import torch
 
+        from ..evaluation.schema import DataError
+
+        with path.open("rb") as f:
+            magic = f.read(4)
+        if magic[:2] != b"PK" and magic[:1] != b"\x80":  # neither torch's zip format nor a pickle
+            raise DataError(
+                f"{path}: not a torch checkpoint (no zip or pickle header); give an AlignScore .ckpt, "
+                "a .pt/.bin state dict or a .safetensors file"
+            )
         try:
             state = torch.load(str(path), map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - re-raised with the fix
-            raise ValueError(
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, IndexError, KeyError) as err:
+            # what torch.load's restricted unpickler raises on a file it may not or cannot read
+            raise DataError(
                 f"{path}: cannot be read with torch.load(weights_only=True) ({err}); "
                 "save its tensors alone, e.g. torch.save(ckpt['state_dict'], 'align.pt') "
                 "or safetensors, in a trusted environment"

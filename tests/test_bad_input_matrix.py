@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -379,6 +380,9 @@ BAD_FILES: dict[str, str | bytes] = {
     "adapter_noweights/adapter_config.json": '{"base_model_name_or_path": "smollm2"}',
     "weightsdir/config.json": '{"model_type": "llama"}',
     "weightsdir/model.safetensors/README": "a folder, not weights\n",
+    "fifomodel/config.json": '{"model_type": "llama"}',
+    "bad.ckpt": "this is no checkpoint\n",
+    "pickle.ckpt": b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94.",
 }
 
 
@@ -428,7 +432,7 @@ BAD_FILES.update({
 
 
 def _tfs(**over: object) -> dict:
-    record = {"topic": "Taxes", "stance": "left", "input": "Left:\nTaxes fund schools.\nRight:\nTaxes slow growth.\n",
+    record: dict[str, object] = {"topic": "Taxes", "stance": "left", "input": "Left:\nTaxes fund schools.\nRight:\nTaxes slow growth.\n",
               "document": "Taxes fund schools."}
     record.update(over)
     return record
@@ -608,6 +612,8 @@ BAD_FILES.update({
     "sw_rep_penalty_zero.yaml": SWEEP + "base:\n  repetition_penalty: 0\n",
     "sw_abstractiveness_nan.yaml": SWEEP + "grid:\n  abstractiveness: [2, .nan]\n",
     "sw_data_bad.yaml": "datasets:\n  d: j_gv_str.jsonl\n",
+    "sw_instruction_int.yaml": SWEEP + "base:\n  instruction: 5\n",
+    "sw_do_sample_str.yaml": SWEEP + "base:\n  do_sample: sometimes\n",
     "sw_data_sur.yaml": "datasets:\n  d: j_sur_text.jsonl\n",
 })
 
@@ -955,6 +961,8 @@ YAML_CASES = [
     (["sweep", "--config", "{w}/sw_fair_strength_inf.yaml"], "`fairness_strength` must be a non-negative float, got inf"),
     (["sweep", "--config", "{w}/sw_num_beams_grid.yaml"], "`num_beams` must be at most 256, got 100000"),
     (["sweep", "--config", "{w}/sw_rep_penalty_zero.yaml"], "`repetition_penalty` must be a positive float"),
+    (["sweep", "--config", "{w}/sw_instruction_int.yaml"], "settings: `instruction` must be str, got 5"),
+    (["sweep", "--config", "{w}/sw_do_sample_str.yaml"], "settings: `do_sample` must be bool, got 'sometimes'"),
     (["sweep", "--config", "{w}/sw_abstractiveness_nan.yaml"], "`abstractiveness` must be a positive float, got nan"),
 ]
 
@@ -1093,6 +1101,11 @@ MODEL_CASES = [
     (CALIB[:6] + ["lm-pmi"] + CALIB[7:] + ["--lm-model", "{w}/emptymodel"], "--lm-model: {w}/emptymodel holds no model"),
     (RERANK[:8] + ["lm-pmi"] + RERANK[9:] + ["--lm-model", "{w}/nomodel"], "--lm-model: not found locally"),
     (RERANK[:8] + ["fluency"] + RERANK[9:] + ["--lm-model", "{w}/cfgonly"], "--lm-model: {w}/cfgonly has config.json but no"),
+    (_gen("data.jsonl")[:-1] + ["{w}/fifomodel"], "--model: {w}/fifomodel/model.safetensors is not a regular file"),
+    (EVAL + ["--metrics", "alignscore", "--align-model", "{w}/bad.ckpt"],
+     "{w}/bad.ckpt: not a torch checkpoint (no zip or pickle header)"),
+    (EVAL + ["--metrics", "alignscore", "--align-model", "{w}/pickle.ckpt"],
+     "{w}/pickle.ckpt: cannot be read with torch.load(weights_only=True)"),
 ]
 
 SIDE_FILE_CASES = [
@@ -1131,6 +1144,7 @@ def work2(tmp_path_factory, model_dir):
     """One folder with every round-2 input; each case checks that none of its files changed."""
     folder = make_inputs(tmp_path_factory.mktemp("round2"))
     _write_bad_files(folder)
+    os.mkfifo(folder / "fifomodel" / "model.safetensors")  # weights that would block a reader forever
     for name, sql in STORES.items():
         _results_with(folder, name, sql)
     return folder
@@ -1167,7 +1181,7 @@ def _round2_ids() -> list[str]:
         flags = [a for a in argv[1:] if a.startswith("--") and a not in (
             "--data", "--out", "--model", "--summaries", "--scorers", "--floors", "--candidates",
             "--target", "--folds", "--score-cache", "--results", "--config")]
-        label = f"{kind}:{argv[0]}:{'+'.join(files[:1] + flags) or 'args'}"
+        label = f"{kind}:{argv[0]}:{'+'.join(files[-1:] + flags) or 'args'}"
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
     return out
@@ -1244,3 +1258,28 @@ def test_a_billion_laughs_yaml_is_refused_before_it_expands(tmp_path):
     with pytest.raises(DataError, match=r"laughs.yaml:1: YAML anchors and aliases"):
         safe_yaml(LAUGHS, "laughs.yaml")
     assert safe_yaml("a: [1, 2]\nb: {c: .inf}\n", "ok.yaml") == {"a": [1, 2], "b": {"c": float("inf")}}
+
+
+def test_unreadable_weights_are_reported_as_unreadable(work, model_dir, capsys, monkeypatch, tmp_path_factory):
+    """Weights the user may not read: "cannot read ... (Permission denied)", never "No such file"."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("locked") / "tiny"
+    shutil.copytree(model_dir, folder)
+    weights = folder / "model.safetensors"
+    real_open = Path.open
+
+    def refuse(self, *args, **kwargs):  # what a file of mode 000 gives a non-root user
+        if self == weights:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    before = _snapshot(work)
+    code = _run_bounded(["generate", "--data", str(work / "data.jsonl"), "--out", str(work / "prior.jsonl"),
+                         "--model", str(folder)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"--model: cannot read {weights} (Permission denied); check its permissions" in err
+    assert "No such file" not in err
+    assert _snapshot(work) == before

@@ -98,8 +98,10 @@ class Cell:
     def generate_config(self, seed: int) -> Any:
         """The cell's GenerateConfig for ``seed`` (validated by GenerateConfig itself)."""
         from evenhand.decoding.generate import GenerateConfig
+        from evenhand.evaluation.configs import check_scalar_types
 
         values = {k: v for k, v in self.settings.items() if k not in EXTRA_KEYS}
+        check_scalar_types(GenerateConfig, values, "settings")  # `instruction: 5` named, not a TypeError later
         return GenerateConfig(**values, seed=seed)
 
     @property
