@@ -223,7 +223,9 @@ class AbstractivenessSettings:
         from ..evaluation.checks import check_number
 
         for name in ("abstractiveness", "extractiveness"):
-            check_number(getattr(self, name), name, low=0, low_open=True, none_ok=True)
+            value = check_number(getattr(self, name), name, low=0, low_open=True, high=1e6, none_ok=True)
+            if value is not None and value < 1e-3:  # 1/h**2 would overflow; h is a length in tokens
+                raise ValueError(f"`{name}` must be at least 0.001 (h is a fragment length in tokens), got {value!r}")
         if self.abstractiveness is not None and self.extractiveness is not None:
             raise ValueError(
                 "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
@@ -290,8 +292,8 @@ class FairnessSettings:
         self.fairness = parse_fairness(self.fairness)
         from ..evaluation.checks import check_count, check_number
 
-        for name in ("fairness_strength", "fair_beam", "fair_meaning"):
-            check_number(getattr(self, name), name, low=0)
+        for name in ("fairness_strength", "fair_beam", "fair_meaning"):  # weights of nats: 1000 is absurd
+            check_number(getattr(self, name), name, low=0, high=1000)
         check_number(self.fairness_tau, "fairness_tau", low=0, high=1)
         check_count(self.fair_meaning_every, "fair_meaning_every")
         if self.fair_meaning_measure not in ("ec", "uer", "both"):

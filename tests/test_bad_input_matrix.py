@@ -566,6 +566,8 @@ BAD_FILES.update({
     "y_lr_inf.yaml": TRAIN + "learning_rate: .inf\n",
     "y_lr_nan.yaml": TRAIN + "learning_rate: .nan\n",
     "y_lr_neg.yaml": TRAIN + "learning_rate: -1.0e-4\n",
+    "y_lr_huge.yaml": TRAIN + "learning_rate: 1.0e+5\n",
+    "y_beta_huge.yaml": TRAIN + "beta: 1.0e+9\n",
     "y_grpo_beta_nan.yaml": TRAIN + "method: grpo\ngrpo_beta: .nan\n",
     "y_beta_inf.yaml": TRAIN + "beta: .inf\n",
     "y_epochs_inf.yaml": TRAIN + "epochs: .inf\n",
@@ -910,9 +912,11 @@ YAML_CASES = [
     (["train", "--config", "{w}/y_laughs.yaml"], "y_laughs.yaml:3: YAML anchors and aliases (&name, *name) are not accepted"),
     (["train", "--config", "{w}/y_anchor.yaml"], "y_anchor.yaml:1: YAML anchors and aliases"),
     (["train", "--config", "{w}/y_deep.yaml"], "y_deep.yaml:3: YAML nested deeper than 64 levels"),
-    (["train", "--config", "{w}/y_lr_inf.yaml"], "`learning_rate` must be a positive float, got inf"),
-    (["train", "--config", "{w}/y_lr_nan.yaml"], "`learning_rate` must be a positive float, got nan"),
-    (["train", "--config", "{w}/y_lr_neg.yaml"], "`learning_rate` must be a positive float"),
+    (["train", "--config", "{w}/y_lr_inf.yaml"], "`learning_rate` must be a float in (0, 1], got inf"),
+    (["train", "--config", "{w}/y_lr_nan.yaml"], "`learning_rate` must be a float in (0, 1], got nan"),
+    (["train", "--config", "{w}/y_lr_neg.yaml"], "`learning_rate` must be a float in (0, 1]"),
+    (["train", "--config", "{w}/y_lr_huge.yaml"], "`learning_rate` must be a float in (0, 1], got 100000.0"),
+    (["train", "--config", "{w}/y_beta_huge.yaml"], "`beta` must be at most 100, got 1000000000.0"),
     (["train", "--config", "{w}/y_grpo_beta_nan.yaml"], "`grpo_beta` must be a non-negative float"),
     (["train", "--config", "{w}/y_beta_inf.yaml"], "`beta` must be a positive float"),
     (["train", "--config", "{w}/y_epochs_inf.yaml"], "`epochs` must be a positive float"),
@@ -935,7 +939,7 @@ YAML_CASES = [
     (["train", "--config", "{w}/y_top_list.yaml"], "expected a mapping of fields at the top level"),
     (["train", "--config", "{w}/y_invalid.yaml"], "y_invalid.yaml: not valid YAML"),
     (["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--learning-rate", "inf"],
-     "`learning_rate` must be a positive float"),
+     "`learning_rate` must be a float in (0, 1]"),
     (["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--method", "grpo", "--grpo-beta", "nan"],
      "`grpo_beta` must be a non-negative float"),
     (["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--candidates", "5000"],
@@ -953,7 +957,7 @@ YAML_CASES = [
     (["sweep", "--config", "{w}/sw_temperature_nan.yaml"], "`temperature` must be a positive float"),
     (["sweep", "--config", "{w}/sw_top_p_big.yaml"], "`top_p` must be a float in (0, 1], got 1.5"),
     (["sweep", "--config", "{w}/sw_max_new_tokens_huge.yaml"], "`max_new_tokens` must be at most 32768, got 1000000000"),
-    (["sweep", "--config", "{w}/sw_max_new_tokens_float.yaml"], "`max_new_tokens` must be a positive int, got 2.5"),
+    (["sweep", "--config", "{w}/sw_max_new_tokens_float.yaml"], "settings: `max_new_tokens` must be int, got 2.5"),
     (["sweep", "--config", "{w}/sw_model_int.yaml"], "`model` must be a model name or folder, got a number"),
     (["sweep", "--config", "{w}/sw_model_empty.yaml"], "cell `model`: {w}/emptymodel holds no model"),
     (["sweep", "--config", "{w}/sw_device_bad.yaml"], "`device` must be cpu, cuda, cuda:N or mps"),
@@ -991,6 +995,11 @@ NUMBER_CASES = [
     (_gen("data.jsonl", "--no-repeat-ngram-size", "-1"), "`no_repeat_ngram_size` must be a non-negative int"),
     (_gen("data.jsonl", "--abstractiveness", "nan"), "`abstractiveness` must be a positive float, got nan"),
     (_gen("data.jsonl", "--abstractiveness", "inf"), "`abstractiveness` must be a positive float, got inf"),
+    (_gen("data.jsonl", "--abstractiveness", "1e-300"), "`abstractiveness` must be at least 0.001"),
+    (_gen("data.jsonl", "--abstractiveness", "1e300"), "`abstractiveness` must be at most 1000000, got 1e+300"),
+    (_gen("data.jsonl", "--fair", "ratio", "--fair-strength", "1e308"), "`fairness_strength` must be at most 1000, got 1e+308"),
+    (_gen("data.jsonl", "--fair", '{"zzz": 1}', "--fair-strength", "1"),
+     "data.jsonl:1: example 'a': `fairness` names groups ['zzz'] that are not among its groups ['pos', 'neg']"),
     (_gen("data.jsonl", "--extractiveness", "nan"), "`extractiveness` must be a positive float, got nan"),
     (_gen("data.jsonl", "--extractiveness", "-2"), "`extractiveness` must be a positive float"),
     (_gen("data.jsonl", "--fair", "ratio", "--fair-strength", "inf"), "`fairness_strength` must be a non-negative float, got inf"),
@@ -1039,6 +1048,8 @@ NUMBER_CASES = [
     (RERANK + ["--max-concurrency", "0"], "--max-concurrency must be a positive int"),
     (RERANK[:8] + ["rouge-l-recall,rouge-l-recall"] + RERANK[9:], "`scorers` lists a name twice"),
     # evaluate
+    (EVAL + ["--metrics", "rouge-l-recall", "--score-cache", "{w}/data.jsonl"],
+     "--score-cache {w}/data.jsonl is not a folder"),
     (EVAL + ["--metrics", "mint,mint"], "--metrics lists a metric twice: mint, mint"),
     (EVAL + ["--metrics", "rouge-l-recall,rouge-l-recall"], "--metrics lists a metric twice"),
     (EVAL + ["--metrics", "rouge-l-recall", "--scorer-batch-size", "1000000000"], "--scorer-batch-size must be at most 4096, got 1000000000"),
@@ -1283,3 +1294,19 @@ def test_unreadable_weights_are_reported_as_unreadable(work, model_dir, capsys, 
     assert f"--model: cannot read {weights} (Permission denied); check its permissions" in err
     assert "No such file" not in err
     assert _snapshot(work) == before
+
+
+def test_json_files_with_a_byte_order_mark_read_like_ones_without(tmp_path):
+    """Editors that save "UTF-8 with BOM": JSONL, FairSumm JSON and YAML read the same."""
+    from evenhand.evaluation.configs import read_yaml_mapping
+    from evenhand.evaluation.loaders import load_examples
+
+    (tmp_path / "bom.jsonl").write_text("\ufeff" + VALID, encoding="utf-8")
+    (tmp_path / "bom_gold.json").write_text("\ufeff" + _fairsumm(_fs()), encoding="utf-8")
+    (tmp_path / "bom.yaml").write_text("\ufeffdata: x.jsonl\n", encoding="utf-8")
+    (example,) = load_examples(tmp_path / "bom.jsonl")
+    assert example.id == "a" and example.labels == ["pos", "neg"] and example.where().endswith("bom.jsonl:1")
+    (sample,) = load_examples(tmp_path / "bom_gold.json")
+    assert sample.texts == ["Great.", "Bad."] and sample.group_values == ["1", "5"]
+    assert sample.references == ["Mixed."]
+    assert read_yaml_mapping(tmp_path / "bom.yaml") == {"data": "x.jsonl"}

@@ -155,11 +155,13 @@ class DPORRConfig:
             check_count(getattr(self, name), name, high=bounds.get(name))
         check_count(self.dev_size, "dev_size", low=0, high=10**7)
         check_seed(self.seed)
-        for name in ("beta", "learning_rate", "epochs", "fairness_temperature"):
-            check_number(getattr(self, name), name, low=0, low_open=True, high=10**6)
+        # upper bounds past any useful value: a learning rate above 1 only makes NaN adapters
+        highs = {"beta": 100, "learning_rate": 1, "epochs": 1000, "fairness_temperature": 10**6}
+        for name, high in highs.items():
+            check_number(getattr(self, name), name, low=0, low_open=True, high=high)
         if self.method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.method!r}")
-        check_number(self.grpo_beta, "grpo_beta", low=0, high=10**6)
+        check_number(self.grpo_beta, "grpo_beta", low=0, high=100)
         check_number(self.lora_dropout, "lora_dropout", low=0, high=1, high_open=True)
         check_number(self.min_gap, "min_gap", low=0)
         if self.weights is not None:

@@ -72,7 +72,6 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
     from evenhand.evaluation.registry import scorer_class, split_name
 
     check_count(args.scorer_batch_size, "--scorer-batch-size", limit="batch_size", none_ok=True)
-    check_model_flags(args)
     options: dict[str, dict[str, Any]] = {}
     for name in names:
         if split_name(name)[0] == "calibrated":
@@ -127,6 +126,12 @@ def score_cache(args: argparse.Namespace) -> Any:
     if args.score_cache == "none":
         return None
     if args.score_cache:
+        from pathlib import Path
+
+        from evenhand.evaluation.schema import DataError
+
+        if Path(args.score_cache).exists() and not Path(args.score_cache).is_dir():
+            raise DataError(f"--score-cache {args.score_cache} is not a folder; give a folder or 'none'")
         return args.score_cache
     from evenhand.decoding.models import cache_dir
 

@@ -106,13 +106,14 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import evenhand
-    from evenhand.commands._scoring import score_cache, scorer_options
+    from evenhand.commands._scoring import check_model_flags, score_cache, scorer_options
     from evenhand.evaluation.calibration import cross_validate, fit_calibration
     from evenhand.evaluation.jsonl import write_json
     from evenhand.evaluation.meta_eval import check_spread, load_annotated, meta_evaluate
     from evenhand.evaluation.registry import get_scorer
 
     names, alpha = _check(args)
+    check_model_flags(args)
     data = load_annotated(args.data, targets=[args.target])
     if args.limit is not None:
         data.first_sources(args.limit)

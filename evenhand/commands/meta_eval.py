@@ -40,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from evenhand.commands._outputs import open_results
-    from evenhand.commands._scoring import build_scorers, scorer_options, split_names
+    from evenhand.commands._scoring import (
+        build_scorers,
+        check_model_flags,
+        scorer_options,
+        split_names,
+    )
     from evenhand.decoding.models import check_device
     from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.jsonl import check_output
@@ -48,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.schema import DataError
 
     names = split_names(args.scorers)
+    check_model_flags(args)
     if len(set(names)) != len(names):
         raise DataError(f"--scorers lists a scorer twice: {', '.join(names)}")
     check_count(args.n_bootstrap, "--n-bootstrap")

@@ -57,7 +57,13 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from evenhand.commands._outputs import open_results
-    from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
+    from evenhand.commands._scoring import (
+        check_model_flags,
+        score_cache,
+        scorer_options,
+        server_client,
+        split_names,
+    )
     from evenhand.decoding.fair_decoding import check_examples
     from evenhand.decoding.generate import GenerateConfig, check_prompt_lengths
     from evenhand.decoding.models import check_local, load_generator
@@ -70,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.rerank.scorer import share_model
 
     names = split_names(args.scorers)
+    check_model_flags(args)
     try:
         floors = parse_floors(args.floors)
     except ValueError as err:
