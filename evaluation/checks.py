@@ -14,7 +14,8 @@ one-line error wherever it enters:
 - :func:`expect` / :func:`json_type`: a field of a given JSON type, the message
   naming the field and the type found.
 - :func:`safe_yaml`: ``yaml.safe_load`` that refuses anchors and aliases (a
-  1 KB file of nested aliases expands to gigabytes) before building anything.
+  1 KB file of nested aliases expands to gigabytes) before building anything,
+  and keys given twice.
 
 Every failure is a :class:`~evenhand.evaluation.schema.DataError`, which the
 CLI prints as one line and exits with status 2.
@@ -245,16 +246,44 @@ def parse_json(
     return check_json_value(value, where, max_depth)
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line = key, line
+
+
+def _unique_key_loader() -> type:
+    """``yaml.SafeLoader`` refusing a key given twice in one mapping (YAML keeps the last silently)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue  # unhashable keys: left to the field checks
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def safe_yaml(text: str, where: str) -> Any:
     """``yaml.safe_load`` of ``text`` after refusing anchors and aliases (``&a``, ``*a``).
 
     Aliases let a 1 KB file expand to billions of nodes ("billion laughs");
     configs never need them. The check walks the parser's event stream, which
-    is linear in the text, before anything is built. Nesting deeper than
-    :data:`MAX_JSON_DEPTH` and invalid YAML raise DataError naming ``where``.
+    is linear in the text, before anything is built. A key given twice in one
+    mapping (YAML would keep the last one silently), lone surrogates, nesting
+    deeper than :data:`MAX_JSON_DEPTH` and invalid YAML raise DataError naming
+    ``where`` (and the line).
     """
     import yaml
 
+    _UniqueKeyLoader = _unique_key_loader()
     try:
         depth = 0
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
@@ -271,9 +300,11 @@ def safe_yaml(text: str, where: str) -> Any:
                     raise DataError(f"{where}:{line}: YAML nested deeper than {MAX_JSON_DEPTH} levels")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-        value = yaml.safe_load(text)
+        value = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as err:
+        raise DataError(f"{where}:{err.line}: key {err.key!r} appears twice; keep one") from None
     except yaml.YAMLError as err:
         raise DataError(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
     except RecursionError:
         raise DataError(f"{where}: YAML nested too deeply to read") from None
-    return value
+    return check_json_value(value, where)  # "\ud800" escapes: a lone surrogate, named

@@ -589,6 +589,8 @@ BAD_FILES.update({
     "y_data_list.yaml": "data: [{w}/data.jsonl]\nout_dir: {w}/run\n",
     "y_data_bad.yaml": "data: {w}/j_refs_int.jsonl\nout_dir: {w}/run\n",
     "y_top_list.yaml": "- data.jsonl\n",
+    "y_sur.yaml": 'data: {w}/data.jsonl\nout_dir: "run\\ud800"\n',
+    "y_dup.yaml": TRAIN + "learning_rate: 1.0e-4\nlearning_rate: 5.0e-5\n",
     "y_invalid.yaml": "data: [\n",
     # sweep --config
     "sw_laughs.yaml": SWEEP + LAUGHS.replace("a: ", "x_a: ", 1),
@@ -936,6 +938,8 @@ YAML_CASES = [
     (["train", "--config", "{w}/y_model_missing.yaml"], "`model`: not found locally"),
     (["train", "--config", "{w}/y_model_empty.yaml"], "`model`: {w}/emptymodel holds no model"),
     (["train", "--config", "{w}/y_data_list.yaml"], "`data` must be str"),
+    (["train", "--config", "{w}/y_dup.yaml"], "y_dup.yaml:4: key 'learning_rate' appears twice"),
+    (["train", "--config", "{w}/y_sur.yaml"], "y_sur.yaml: `out_dir` holds a lone surrogate (\\ud800)"),
     (["train", "--config", "{w}/y_top_list.yaml"], "expected a mapping of fields at the top level"),
     (["train", "--config", "{w}/y_invalid.yaml"], "y_invalid.yaml: not valid YAML"),
     (["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--learning-rate", "inf"],
