@@ -51,8 +51,10 @@ LIMITS = {
     "lora_r": 65_536,
 }
 
-#: Seeds are 32-bit unsigned ints (numpy's and torch's common range).
+#: Seeds users give are 32-bit unsigned ints (numpy's and torch's common range).
 MAX_SEED = 2**32 - 1
+#: Seeds derived from them (``seed + batch start``, ``seed + 7919 * recipe``) stay below torch's limit.
+MAX_DERIVED_SEED = 2**63 - 1
 
 _JSON_TYPES = {
     str: "a string", int: "an integer", float: "a number", bool: "true or false",

@@ -59,10 +59,12 @@ def run(args: argparse.Namespace) -> int:
     )
     from evenhand.decoding.models import check_device, check_local, load_generator
     from evenhand.decoding.server import is_server_url
+    from evenhand.evaluation.checks import check_seed
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.schema import DataError, Example
 
     config = config_from_args(GenerateConfig, args)
+    check_seed(config.seed)  # batches are decoded with seed + batch start
     check_output(args.out, {"--data": args.data})
     check_device(args.device)
     if is_server_url(args.model):  # before any request or file: processors cannot run on a server
