@@ -15,10 +15,24 @@ from .settings import BatchHooks, FairnessSettings
 
 
 def check_examples(examples: Sequence[Example], config: FairnessSettings) -> None:
-    """Raise DataError before any decoding if fairness is on and an example lacks groups."""
+    """Raise DataError before any decoding if fairness is on and an example lacks groups.
+
+    Also when a ``{group: share}`` target names a group the example does not have.
+    Errors name the example's file:line (``ex.where``).
+    """
+    from ..evaluation.schema import DataError
+
     if config.active:
         for i, ex in enumerate(examples):
-            ex.require_groups(f"examples[{i}]")
+            where = ex.where(f"examples[{i}]")
+            groups = ex.require_groups(where)
+            if isinstance(config.fairness, dict):
+                unknown = sorted(set(config.fairness) - set(groups))
+                if unknown:
+                    raise DataError(
+                        f"{where}: example {ex.id!r}: `fairness` names groups {unknown} that are not "
+                        f"among its groups {groups}; use the example's group labels as keys"
+                    )
 
 
 def fairness_hooks(batch: Any, settings: FairnessSettings | None = None) -> BatchHooks:

@@ -153,12 +153,29 @@ def encode_prompts(
         for ex, n in zip(examples, lengths.tolist()):
             if n > budget:
                 raise DataError(
+                    f"{ex.where()}{': ' if ex.where() else ''}"
                     f"example {ex.id!r}: `documents` take {n} prompt tokens, more than the "
                     f"model's context allows ({limit} tokens"
                     + ("" if model.config.is_encoder_decoder else f" minus {config.max_new_tokens} new")
                     + "); shorten or drop documents, or lower `max_new_tokens`"
                 )
     return enc
+
+
+def check_prompt_lengths(
+    model: Any, tokenizer: Any, examples: Sequence[Example], config: GenerateConfig
+) -> None:
+    """Raise DataError for the first example whose prompt exceeds the context, before any decoding.
+
+    Commands call it after the model loads and before their progress bar starts,
+    so the error is one clean line (not glued to a bar), naming file:line.
+    """
+    from .server import ServerClient
+
+    if isinstance(model, ServerClient) or tokenizer is None:
+        return
+    for start in range(0, len(examples), max(1, config.batch_size)):
+        encode_prompts(model, tokenizer, examples[start : start + config.batch_size], config)
 
 
 #: Kept under its old name: the repetition penalty on generated tokens only.
@@ -213,7 +230,7 @@ def generate(
     from .fair_decoding import check_examples
 
     for i, ex in enumerate(examples):
-        ex.validate(f"examples[{i}]")
+        ex.validate(ex.where(f"examples[{i}]"))
     check_examples(examples, config)
     device = next(model.parameters()).device
     builders = config.builders(processor_builders)

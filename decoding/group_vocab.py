@@ -91,10 +91,9 @@ def parse_fairness(value: Fairness | None) -> Literal["ratio", "equal"] | dict[s
         raise ValueError(f"`fairness` must be a non-empty mapping of group shares, got {value!r}")
     shares: dict[str, float] = {}
     for group, share in value.items():
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not share >= 0:
-            raise ValueError(
-                f"`fairness` share of group {group!r} must be a non-negative number, got {share!r}"
-            )
+        from ..evaluation.checks import check_number
+
+        check_number(share, f"`fairness` share of group {group!r}", low=0)
         shares[str(group)] = float(share)
     if sum(shares.values()) <= 0:
         raise ValueError(f"`fairness` shares must have a positive sum, got {shares}")

@@ -201,17 +201,25 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def check_local(name_or_path: str, flag: str = "--model") -> None:
-    """Fail fast (no network) when offline and ``name_or_path`` is neither local nor cached.
+def check_local(name_or_path: str, flag: str = "--model", files: tuple[str, ...] = ()) -> None:
+    """Fail fast (no network, no model loaded) when ``name_or_path`` cannot be a usable model.
 
-    An embedded alias, an existing folder or file, or an HF id whose
-    ``config.json`` is in the local HF cache passes; anything else raises
-    ``DataError("not found locally: ...")`` in well under a second, instead of a
-    hub request and a traceback. Online (``--allow-download``) everything passes.
+    An embedded alias passes. An existing path must be a model folder
+    (:func:`check_model_folder`: ``config.json`` with readable, well-formed
+    weights, or a LoRA adapter), or a file with one of the suffixes ``files``
+    (an AlignScore ``.ckpt``). An HF id passes when its ``config.json`` is in the
+    local HF cache; anything else raises ``DataError("not found locally: ...")``
+    in well under a second, instead of a hub request and a traceback. Online
+    (``--allow-download``) an id passes. Errors name ``flag``.
     """
     from ..evaluation.schema import DataError
 
-    if ALIASES.get(name_or_path) or Path(name_or_path).exists():
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise DataError(f"{flag}: give a model alias, folder or HF id, got {name_or_path!r}")
+    if ALIASES.get(name_or_path):
+        return
+    if Path(name_or_path).expanduser().exists():
+        check_model_folder(Path(name_or_path).expanduser(), flag, files)
         return
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:  # a path, not an id
         raise DataError(f"{flag}: not found locally: {name_or_path} (no such file or folder)")
@@ -221,12 +229,126 @@ def check_local(name_or_path: str, flag: str = "--model") -> None:
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(name_or_path, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid repo id is simply not cached
+    except ValueError:  # an invalid repo id (HFValidationError) is simply not cached
         cached = None
     if not isinstance(cached, str):
         raise DataError(
             f"{flag}: not found locally: {name_or_path} (pass --allow-download to fetch it)"
         )
+
+
+#: Weight files transformers and peft read from a model or adapter folder.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
+
+
+def _read_head(path: Path, flag: str, size: int) -> bytes:
+    """The first ``size`` bytes of a file the model needs; unreadable = DataError naming it and why."""
+    from ..evaluation.schema import DataError
+
+    try:
+        with path.open("rb") as f:
+            return f.read(size)
+    except OSError as err:
+        raise DataError(f"{flag}: cannot read {path} ({err.strerror or err}); check its permissions") from None
+
+
+def _check_safetensors(path: Path, flag: str) -> None:
+    """A ``.safetensors`` file starts with an 8-byte header length and that much JSON."""
+    import json
+    import struct
+
+    from ..evaluation.schema import DataError
+
+    head = _read_head(path, flag, 8)
+    size = path.stat().st_size
+    n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+    if n < 2 or n > size - 8:
+        raise DataError(f"{flag}: {path} is not a safetensors file (truncated or corrupt); re-save the model")
+    with path.open("rb") as f:
+        f.seek(8)
+        header = f.read(min(n, 100_000_000))
+    try:
+        json.loads(header)
+    except (UnicodeDecodeError, ValueError):
+        raise DataError(f"{flag}: {path} is not a safetensors file (corrupt header); re-save the model") from None
+
+
+def check_model_folder(path: Path, flag: str = "--model", files: tuple[str, ...] = ()) -> None:
+    """Raise DataError naming ``flag`` unless ``path`` holds a model that can be loaded.
+
+    A folder needs ``config.json`` (a JSON object) and readable weight files
+    (``.safetensors`` ones with a well-formed header), or ``adapter_config.json``
+    and adapter weights (a peft LoRA). A file passes only with a suffix in
+    ``files`` (an AlignScore ``.ckpt``) and when it is readable. Checked before any
+    model loads, so "holds no model", "cannot read" and "corrupt" are told apart.
+    """
+    from ..evaluation.checks import parse_json
+    from ..evaluation.schema import DataError
+
+    if path.is_file():
+        if path.suffix.lower() not in files:
+            want = f"a model folder or a {'/'.join(files)} file" if files else "a model folder (config.json + weights)"
+            raise DataError(f"{flag}: {path} is a file; give {want}")
+        _read_head(path, flag, 1)
+        if path.suffix.lower() == ".safetensors":
+            _check_safetensors(path, flag)
+        return
+    if not path.is_dir():
+        raise DataError(f"{flag}: {path} is neither a file nor a folder")
+    adapter = (path / "adapter_config.json").is_file()
+    config = path / ("adapter_config.json" if adapter else "config.json")
+    if not config.is_file():
+        raise DataError(
+            f"{flag}: {path} holds no model (no config.json or adapter_config.json); give a folder "
+            "written by save_pretrained, an embedded alias or a cached HF id"
+        )
+    from ..evaluation.files import read_utf8
+
+    try:
+        text = read_utf8(config)
+    except PermissionError as err:
+        raise DataError(f"{flag}: cannot read {config} ({err.strerror}); check its permissions") from None
+    if not isinstance(parse_json(text, str(config)), dict):
+        raise DataError(f"{flag}: {config} must hold a JSON object")
+    weights = [p for p in sorted(path.iterdir()) if p.name.endswith(WEIGHT_SUFFIXES)]
+    if not weights:
+        what = "adapter" if adapter else "model"
+        raise DataError(
+            f"{flag}: {path} has {config.name} but no {what} weights (*.safetensors or *.bin); "
+            "copy the weight files there"
+        )
+    for weight in weights:
+        if not weight.is_file():
+            raise DataError(f"{flag}: {weight} is not a regular file; the weights must be files")
+        _read_head(weight, flag, 1)
+        if weight.suffix == ".safetensors":
+            _check_safetensors(weight, flag)
+
+
+def check_device(device: str | None, flag: str = "--device") -> None:
+    """Raise DataError unless ``device`` (None = auto) names a device this machine has.
+
+    ``cpu``, ``cuda``, ``cuda:N`` (N below the number of GPUs), ``mps``; checked
+    before any model loads, so a typo is not a torch traceback after the load.
+    """
+    import re
+
+    from ..evaluation.schema import DataError
+
+    if device is None:
+        return
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise DataError(f"{flag} must be cpu, cuda, cuda:N or mps, got {device!r}")
+    import torch
+
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.split(":")[1]) if ":" in device else 0
+        if index >= count:
+            have = f"{count} CUDA device(s)" if count else "no CUDA device"
+            raise DataError(f"{flag} {device}: this machine has {have}; use cpu or an existing cuda:N")
+    elif device == "mps" and not torch.backends.mps.is_available():
+        raise DataError(f"{flag} mps: MPS is not available on this machine; use cpu")
 
 
 def model_identity(name_or_path: str) -> dict[str, Any]:
@@ -316,6 +438,7 @@ def load_generator(
             "(DPO training, sweeps, LM-likelihood scorers); give an alias, folder or cached HF id "
             "(docs/serving.md lists what a URL serves)"
         )
+    check_device(device)
     device = device or default_device()
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)

@@ -91,10 +91,10 @@ class ServerConfig:
     backoff: float = field(default=0.5, metadata={"help": "First retry delay in seconds (doubles)."})
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_concurrency, bool) or not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
-            raise ValueError(f"`max_concurrency` must be a positive int, got {self.max_concurrency!r}")
-        if not self.timeout > 0:
-            raise ValueError(f"`timeout` must be a positive number of seconds, got {self.timeout!r}")
+        from ..evaluation.checks import check_count, check_number
+
+        check_count(self.max_concurrency, "max_concurrency")
+        check_number(self.timeout, "timeout", low=0, low_open=True, high=86400)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ValueError(f"`retries` must be a non-negative int, got {self.retries!r}")
         if not self.backoff >= 0:

@@ -76,18 +76,32 @@ class DecodingSettings:
         DecodingSettings.check(self)
 
     def check(self) -> None:
-        """Raise ValueError naming the field for a bad decoding setting."""
-        if self.max_new_tokens < 1:
-            raise ValueError(f"`max_new_tokens` must be a positive int, got {self.max_new_tokens}")
-        if self.num_beams < 1:
-            raise ValueError(f"`num_beams` must be a positive int, got {self.num_beams}")
-        if self.batch_size < 1:
-            raise ValueError(f"`batch_size` must be a positive int, got {self.batch_size}")
-        if self.temperature <= 0:
+        """Raise ValueError (a DataError) naming the field for a bad decoding setting.
+
+        Every count is an int within a sane upper bound and every float finite
+        (``evaluation.checks``): NaN and inf never reach ``model.generate``.
+        """
+        from ..evaluation.checks import MAX_DERIVED_SEED, check_count, check_number
+
+        check_count(self.max_new_tokens, "max_new_tokens")
+        check_count(self.num_beams, "num_beams")
+        check_count(self.batch_size, "batch_size")
+        check_count(self.no_repeat_ngram_size, "no_repeat_ngram_size", low=0)
+        # a user's seed is checked to 2**32 - 1 where it is given; derived ones add batch offsets
+        check_number(self.seed, "seed", low=0, high=MAX_DERIVED_SEED, integer=True)
+        for name in ("do_sample", "penalize_prompt"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
+        if isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool) \
+                and self.temperature <= 0:
             raise ValueError(
                 f"`temperature` must be a positive float, got {self.temperature}; "
                 "for deterministic decoding set `do_sample=False` instead"
             )
+        check_number(self.temperature, "temperature", low=0, low_open=True, high=100)
+        check_number(self.repetition_penalty, "repetition_penalty", low=0, low_open=True, high=100)
+        check_number(self.top_p, "top_p", low=0, low_open=True, high=1, none_ok=True)
+        check_count(self.top_k, "top_k", low=0, none_ok=True)  # 0 = off (nucleus recipe)
         if not self.do_sample and (self.top_p is not None or self.top_k is not None):
             raise ValueError("`top_p`/`top_k` only apply with `do_sample=True`; set it or drop them")
 
@@ -207,10 +221,12 @@ class AbstractivenessSettings:
 
     def check(self) -> None:
         """Raise ValueError for a non-positive h or for both h's set."""
+        from ..evaluation.checks import check_number
+
         for name in ("abstractiveness", "extractiveness"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not value > 0):
-                raise ValueError(f"`{name}` must be a positive float (h) or None, got {value!r}")
+            value = check_number(getattr(self, name), name, low=0, low_open=True, high=1e6, none_ok=True)
+            if value is not None and value < 1e-3:  # 1/h**2 would overflow; h is a length in tokens
+                raise ValueError(f"`{name}` must be at least 0.001 (h is a fragment length in tokens), got {value!r}")
         if self.abstractiveness is not None and self.extractiveness is not None:
             raise ValueError(
                 "`abstractiveness` (penalty) and `extractiveness` (reward) pull in opposite "
@@ -275,14 +291,12 @@ class FairnessSettings:
         from .group_vocab import parse_fairness
 
         self.fairness = parse_fairness(self.fairness)
-        for name in ("fairness_strength", "fair_beam", "fair_meaning"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"`{name}` must be a non-negative float, got {value!r}")
-        if not 0 <= self.fairness_tau <= 1:
-            raise ValueError(f"`fairness_tau` must be a float in [0, 1], got {self.fairness_tau!r}")
-        if not isinstance(self.fair_meaning_every, int) or self.fair_meaning_every < 1:
-            raise ValueError(f"`fair_meaning_every` must be a positive int, got {self.fair_meaning_every!r}")
+        from ..evaluation.checks import check_count, check_number
+
+        for name in ("fairness_strength", "fair_beam", "fair_meaning"):  # weights of nats: 1000 is absurd
+            check_number(getattr(self, name), name, low=0, high=1000)
+        check_number(self.fairness_tau, "fairness_tau", low=0, high=1)
+        check_count(self.fair_meaning_every, "fair_meaning_every")
         if self.fair_meaning_measure not in ("ec", "uer", "both"):
             raise ValueError(
                 f"`fair_meaning_measure` must be 'ec', 'uer' or 'both', got {self.fair_meaning_measure!r}"

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .checks import check_finite_list, check_number, expect, json_type
 from .schema import DataError
 
 NORMALIZATIONS = ("rank", "zscore")
@@ -107,28 +108,47 @@ class Calibration:
         scorers = data["scorers"]
         if not isinstance(scorers, list) or not scorers or not all(isinstance(s, str) for s in scorers):
             raise DataError(f"{where}: `scorers` must be a non-empty list of scorer names")
+        if len(set(scorers)) != len(scorers):
+            raise DataError(f"{where}: `scorers` names a scorer twice: {scorers}")
+        expect(data["target"], str, where, "target")
         if data["normalize"] not in NORMALIZATIONS:
             raise DataError(f"{where}: `normalize` must be one of {NORMALIZATIONS}, got {data['normalize']!r}")
+        for key in ("weights", "transforms"):
+            expect(data[key], dict, where, key, "an object {scorer: ...}")
+        for key in ("scorer_options", "meta"):
+            expect(data.get(key), (dict, type(None)), where, key, "an object")
         for s in scorers:
             if s not in data["weights"] or s not in data["transforms"]:
                 raise DataError(f"{where}: `weights` and `transforms` need an entry for scorer {s!r}")
+            check_number(data["weights"][s], f"weights.{s}", where=where)
             _check_transform(data["transforms"][s], data["normalize"], f"{where}: transforms[{s!r}]")
+        check_number(data["intercept"], "intercept", where=where)
+        check_number(data["alpha"], "alpha", low=0, where=where)
         fields = {k: data[k] for k in (
             "target", "scorers", "normalize", "transforms", "weights", "intercept", "alpha",
             "scorer_options", "meta",
-        ) if k in data}
+        ) if k in data and data[k] is not None}
         fields["weights"] = {s: float(fields["weights"][s]) for s in scorers}
         fields["intercept"] = float(fields["intercept"])
         return cls(**fields)
 
 
 def _check_transform(t: Any, normalize: str, where: str) -> None:
+    """A feature's transform: quantiles (rank) or mean and std (zscore), finite numbers."""
+    if not isinstance(t, dict):
+        raise DataError(f"{where}: must be an object, got {json_type(t)}")
     if normalize == "rank":
-        q = t.get("quantiles") if isinstance(t, dict) else None
-        if not isinstance(q, list) or len(q) < 2 or any(b < a for a, b in zip(q, q[1:])):
+        q = t.get("quantiles")
+        if not isinstance(q, list) or len(q) < 2:
             raise DataError(f"{where}: `quantiles` must be a non-decreasing list of at least 2 numbers")
-    elif not (isinstance(t, dict) and "mean" in t and float(t.get("std", 0)) > 0):
+        check_finite_list(q, "quantiles", where=where)
+        if any(b < a for a, b in zip(q, q[1:])):
+            raise DataError(f"{where}: `quantiles` must be a non-decreasing list of at least 2 numbers")
+        return
+    if "mean" not in t or "std" not in t:
         raise DataError(f"{where}: needs `mean` and a positive `std`")
+    check_number(t["mean"], "mean", where=where)
+    check_number(t["std"], "std", low=0, low_open=True, where=where)
 
 
 def _fit_transform(x: np.ndarray, normalize: str) -> dict[str, Any]:

@@ -125,16 +125,12 @@ def check_scalar_types(cls: type, values: Mapping[str, Any], where: str = "confi
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """The top-level mapping of a YAML file (an empty file is ``{}``)."""
-    import yaml
-
+    """The top-level mapping of a YAML file (an empty file is ``{}``); anchors and aliases are refused."""
+    from .checks import safe_yaml
     from .files import read_utf8
 
     path = Path(path)
-    try:
-        values = yaml.safe_load(read_utf8(path, "--config")) or {}
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    values = safe_yaml(read_utf8(path, "--config"), str(path)) or {}
     if not isinstance(values, dict):
         raise ValueError(f"{path}: expected a mapping of fields at the top level")
     return values

@@ -10,6 +10,9 @@ from .schema import DataError
 def read_utf8(path: str | Path, flag: str = "") -> str:
     """The text of ``path``; a missing file or bytes that are not UTF-8 raise a one-line DataError.
 
+    A leading UTF-8 byte-order mark is dropped, so a JSON, JSONL or YAML file saved
+    "with BOM" reads like one without.
+
     Args:
         path: the file to read.
         flag: the option that named the file (``--data``), quoted in the messages.
@@ -20,7 +23,8 @@ def read_utf8(path: str | Path, flag: str = "") -> str:
         raise DataError(f"{path}: no such file{given}; check the path")
     raw = path.read_bytes()
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark (Windows editors)
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
         raise DataError(

@@ -21,20 +21,22 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .checks import parse_json
 from .files import read_utf8
 from .outputs import check_output_path, new_file_mode, write_errors
 from .schema import DataError, Example
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, record)`` for each non-empty line; bad JSON raises naming file:line."""
+    """``(line number, record)`` for each non-empty line; bad JSON raises naming file:line.
+
+    Each line goes through :func:`~evenhand.evaluation.checks.parse_json`: no NaN,
+    no lone surrogates, bounded nesting.
+    """
     path = Path(path)
     for lineno, line in enumerate(read_utf8(path).split("\n"), start=1):
         if line.strip():
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({err.msg})") from None
+            yield lineno, parse_json(line, f"{path}:{lineno}")
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -277,9 +279,11 @@ class ResumableJsonl:
             stored: dict[str, Any] = {}
         else:
             try:
-                stored = json.loads(read_utf8(sidecar))
-            except json.JSONDecodeError as err:
-                raise DataError(f"{sidecar}: invalid JSON ({err.msg}); {hint}") from None
+                stored = parse_json(read_utf8(sidecar), str(sidecar))
+            except DataError as err:
+                raise DataError(f"{err}; {hint}") from None
+            if not isinstance(stored, dict):
+                raise DataError(f"{sidecar}: must hold a JSON object of settings, got {type(stored).__name__}; {hint}")
         diff = manifest_diff(stored, self.manifest)
         if diff and not force:
             raise DataError(

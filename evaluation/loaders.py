@@ -14,12 +14,12 @@ Formats (chosen by ``load_examples`` from the file's content and suffix):
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .checks import expect, json_type
 from .schema import DataError, Document, Example
 
 _EXAMPLE_FIELDS = (
@@ -28,14 +28,37 @@ _EXAMPLE_FIELDS = (
 )
 
 
-def _group(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
+def _group(value: Any, where: str = "", field: str = "group") -> str | None:
+    """A group label: a string or a number (ratings), as a string; null or ``""`` is no label."""
+    if value is None or value == "":
+        return None
+    expect(value, (str, int, float), where, field, "a string or a number (a group label)")
+    return str(value)
+
+
+def _text(value: Any, where: str, field: str) -> str | None:
+    """An optional text field: a string or null."""
+    return expect(value, (str, type(None)), where, field, "a string or null")
+
+
+def _strings(value: Any, where: str, field: str, numbers: bool = False) -> list[str]:
+    """A list of strings (``numbers``: or numbers, as strings); a bare string is no list."""
+    expect(value, list, where, field, "a list of strings")
+    kinds: tuple[type, ...] = (str, int, float) if numbers else (str,)
+    for i, item in enumerate(value):
+        expect(item, kinds, where, f"{field}[{i}]", "a string or a number" if numbers else "a string")
+    return [str(v) for v in value]
 
 
 def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Example:
-    """Build and validate an Example from a generic record; ``where`` names it in errors."""
+    """Build and validate an Example from a generic record; ``where`` names it in errors.
+
+    Every field is checked with its JSON type (a string where text is expected,
+    a list of strings for ``references`` and ``group_values``, an object for
+    ``meta``...); a wrong type raises DataError naming ``where`` and the field.
+    """
     if not isinstance(record, Mapping):
-        raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        raise DataError(f"{where}: expected a JSON object, got {json_type(record)}")
     unknown = set(record) - set(_EXAMPLE_FIELDS) - {"summary"}
     if unknown:
         raise DataError(
@@ -45,30 +68,38 @@ def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Exam
         raise DataError(f"{where}: missing field `documents` (a list of {{\"text\", \"group\"}})")
     raw_docs = record["documents"]
     if not isinstance(raw_docs, list):
-        raise DataError(f"{where}: field `documents` must be a list, got {type(raw_docs).__name__}")
+        raise DataError(f"{where}: field `documents` must be a list, got {json_type(raw_docs)}")
     docs = []
     for j, raw in enumerate(raw_docs):
         if isinstance(raw, str):
             docs.append(Document(raw))
             continue
-        if not isinstance(raw, Mapping) or "text" not in raw:
+        expect(raw, dict, where, f"documents[{j}]", 'an object {"text", "group"} or a string')
+        if "text" not in raw:
             raise DataError(f"{where}: `documents[{j}]` is missing field `text`")
-        docs.append(Document(raw["text"], _group(raw.get("group"))))
-    references = record.get("references") or []
+        text = expect(raw["text"], str, where, f"documents[{j}].text")
+        docs.append(Document(text, _group(raw.get("group"), where, f"documents[{j}].group")))
+    raw_id = record.get("id", index)
+    expect(raw_id, (str, int), where, "id", "a string or an integer")
+    references = record.get("references")
     if isinstance(references, str):
         references = [references]
+    references = _strings(references, where, "references") if references is not None else []
     values = record.get("group_values")
+    meta = record.get("meta")
+    expect(meta, (dict, type(None)), where, "meta", "an object")
     example = Example(
-        id=str(record.get("id", index)),
+        id=str(raw_id),
         documents=docs,
-        attribute=record.get("attribute"),
-        group_values=[str(v) for v in values] if values is not None else None,
-        instruction=record.get("instruction"),
-        prompt=record.get("prompt"),
-        references=list(references),
-        target=_group(record.get("target")),
-        meta=dict(record.get("meta") or {}),
+        attribute=_text(record.get("attribute"), where, "attribute"),
+        group_values=_strings(values, where, "group_values", numbers=True) if values is not None else None,
+        instruction=_text(record.get("instruction"), where, "instruction"),
+        prompt=_text(record.get("prompt"), where, "prompt"),
+        references=references,
+        target=_group(record.get("target"), where, "target"),
+        meta=dict(meta or {}),
     )
+    example.location = where
     return example.validate(where)
 
 
@@ -85,58 +116,93 @@ def load_jsonl(path: str | Path) -> list[Example]:
 
 
 def load_csv(path: str | Path) -> list[Example]:
-    """Generic CSV: one document per row (``example_id``, ``text``, optional ``group``)."""
+    """Generic CSV: one document per row (``example_id``, ``text``, optional ``group``).
+
+    A UTF-8 byte-order mark (what spreadsheets write) is skipped; a malformed row
+    (a NUL byte, a field past the csv module's size limit) names its line.
+    """
     path = Path(path)
     grouped: dict[str, list[Document]] = {}
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        columns = set(reader.fieldnames or [])
-        for column in ("example_id", "text"):
-            if column not in columns:
-                raise DataError(
-                    f"{path}: missing column `{column}`; a CSV needs `example_id`, `text` "
-                    "and optionally `group`"
-                )
-        for lineno, row in enumerate(reader, start=2):
-            text = row.get("text") or ""
-            if not text.strip():
-                raise DataError(f"{path}:{lineno}: field `text` is empty")
-            doc = Document(text, _group(row.get("group")))
-            grouped.setdefault(row["example_id"], []).append(doc)
-    return [Example(id=k, documents=v).validate(str(path)) for k, v in grouped.items()]
+    first_line: dict[str, int] = {}
+    lineno = 1
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            columns = set(reader.fieldnames or [])
+            for column in ("example_id", "text"):
+                if column not in columns:
+                    raise DataError(
+                        f"{path}: missing column `{column}`; a CSV needs `example_id`, `text` "
+                        "and optionally `group`"
+                    )
+            for row in reader:
+                lineno = reader.line_num
+                if None in row:
+                    raise DataError(f"{path}:{lineno}: more cells than the header's {len(columns)} columns")
+                example_id = (row.get("example_id") or "").strip()
+                if not example_id:
+                    raise DataError(f"{path}:{lineno}: field `example_id` is empty")
+                text = row.get("text") or ""
+                if not text.strip():
+                    raise DataError(f"{path}:{lineno}: field `text` is empty")
+                doc = Document(text, _group(row.get("group")))
+                grouped.setdefault(row["example_id"], []).append(doc)
+                first_line.setdefault(row["example_id"], lineno)
+    except csv.Error as err:
+        raise DataError(f"{path}:{lineno + 1}: malformed CSV ({err})") from None
+    examples = []
+    for k, docs in grouped.items():
+        example = Example(id=k, documents=docs)
+        example.location = f"{path}:{first_line[k]}"
+        examples.append(example.validate(example.location))
+    return examples
 
 
 def load_fairsumm(path: str | Path) -> list[Example]:
-    """FairSumm PerspectiveSumm JSON (``amazon_gold.json``, ``yelp_gold.json``)."""
+    """FairSumm PerspectiveSumm JSON (``amazon_gold.json``, ``yelp_gold.json``).
+
+    Each sample's fields are checked with their types (``units`` a list of
+    ``{"text", "value": {attribute: value}}``, ``value_mapping`` one attribute
+    with a list of values, ``gold_summary`` a list of strings); errors name the
+    file and the JSON path (``yelp_gold.json[3].units[2].text``).
+    """
     path = Path(path)
     data = _read_json(path)
     examples = []
     for i, sample in enumerate(data):
         where = f"{path}[{i}]"
+        expect(sample, dict, str(path), f"[{i}]", "an object (a FairSumm sample)")
         for key in ("units", "value_mapping"):
             if key not in sample:
                 raise DataError(f"{where}: missing field `{key}` (FairSumm format)")
-        mapping = sample["value_mapping"]
+        mapping = expect(sample["value_mapping"], dict, where, "value_mapping", "an object {attribute: [values]}")
         if len(mapping) != 1:
             raise DataError(f"{where}: `value_mapping` must hold one attribute, got {list(mapping)}")
         attribute, values = next(iter(mapping.items()))
+        values = _strings(values, where, f"value_mapping.{attribute}", numbers=True)
+        units = expect(sample["units"], list, where, "units", "a list of {\"text\", \"value\"} objects")
         docs = []
-        for j, unit in enumerate(sample["units"]):
+        for j, unit in enumerate(units):
+            expect(unit, dict, where, f"units[{j}]", 'an object {"text", "value"}')
             if "text" not in unit:
                 raise DataError(f"{where}: `units[{j}]` is missing field `text`")
-            value = (unit.get("value") or {}).get(attribute)
-            docs.append(Document(unit["text"], _group(value)))
-        meta = dict(sample.get("meta") or {})
-        examples.append(
-            Example(
-                id=f"{path.stem}-{i}",
-                documents=docs,
-                attribute=attribute,
-                group_values=[str(v) for v in values],
-                references=list(sample.get("gold_summary") or []),
-                meta=meta,
-            ).validate(where)
+            text = expect(unit["text"], str, where, f"units[{j}].text")
+            value = expect(unit.get("value"), (dict, type(None)), where, f"units[{j}].value",
+                           "an object {attribute: value}")
+            docs.append(Document(text, _group((value or {}).get(attribute), where, f"units[{j}].value.{attribute}")))
+        gold = sample.get("gold_summary")
+        references = _strings(gold, where, "gold_summary") if gold is not None else []
+        meta = expect(sample.get("meta"), (dict, type(None)), where, "meta", "an object")
+        example = Example(
+            id=f"{path.stem}-{i}",
+            documents=docs,
+            attribute=str(attribute),
+            group_values=values,
+            references=references,
+            meta=dict(meta or {}),
         )
+        example.location = where
+        examples.append(example.validate(where))
     return examples
 
 
@@ -154,9 +220,13 @@ def load_theflipside(path: str | Path, use_prompt: bool = True) -> list[Example]
     examples = []
     for i, record in enumerate(data):
         where = f"{path}[{i}]"
+        expect(record, dict, str(path), f"[{i}]", "an object (a TheFlipSide record)")
         for key in ("topic", "stance", "input", "document"):
             if key not in record:
                 raise DataError(f"{where}: missing field `{key}` (TheFlipSide format)")
+            expect(record[key], str, where, key)
+        if record["stance"] not in ("left", "right"):
+            raise DataError(f"{where}: `stance` must be 'left' or 'right', got {record['stance']!r}")
         parts = _FLIPSIDE_SPLIT.split(record["input"])
         docs = [
             Document(parts[k + 1].strip(), parts[k].lower())
@@ -165,17 +235,17 @@ def load_theflipside(path: str | Path, use_prompt: bool = True) -> list[Example]
         ]
         if not docs:
             docs = [Document(record["document"], record["stance"])]
-        examples.append(
-            Example(
-                id=f"{path.stem}-{i}",
-                documents=docs,
-                attribute="stance",
-                group_values=["left", "right"],
-                prompt=record["input"] if use_prompt else None,
-                target=record["stance"],
-                meta={"topic": record["topic"], "document": record["document"]},
-            ).validate(where)
+        example = Example(
+            id=f"{path.stem}-{i}",
+            documents=docs,
+            attribute="stance",
+            group_values=["left", "right"],
+            prompt=record["input"] if use_prompt else None,
+            target=record["stance"],
+            meta={"topic": record["topic"], "document": record["document"]},
         )
+        example.location = where
+        examples.append(example.validate(where))
     return examples
 
 
@@ -185,14 +255,12 @@ def from_dataset(dataset: Iterable[Mapping[str, Any]]) -> list[Example]:
 
 
 def _read_json(path: Path) -> list[Any]:
+    from .checks import parse_json
     from .files import read_utf8
 
-    try:
-        data = json.loads(read_utf8(path))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: invalid JSON at line {err.lineno} ({err.msg})") from None
+    data = parse_json(read_utf8(path), str(path))
     if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of samples, got {type(data).__name__}")
+        raise DataError(f"{path}: expected a JSON list of samples, got {json_type(data)}")
     return data
 
 

@@ -16,12 +16,12 @@ Input (``load_annotated``): the controlled-summaries JSON list of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .checks import check_number, expect, parse_json
 from .schema import DataError
 
 TRUTHS = ("coverage", "faithfulness")
@@ -52,10 +52,7 @@ def load_controlled(path: str | Path) -> ControlledSet:
     from .files import read_utf8
 
     path = Path(path)
-    try:
-        data = json.loads(read_utf8(path, "--data"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: invalid JSON at line {err.lineno} ({err.msg})") from None
+    data = parse_json(read_utf8(path, "--data"), str(path))
     if not isinstance(data, list) or not data:
         raise DataError(f"{path}: expected a non-empty JSON list of {{source, summaries}} entries")
     out = ControlledSet([], [], [], {t: [] for t in TRUTHS})
@@ -66,18 +63,40 @@ def load_controlled(path: str | Path) -> ControlledSet:
         source = entry["source"]
         if isinstance(source, str):
             source = [source]
-        if not source or not all(isinstance(t, str) for t in source):
-            raise DataError(f"{where}: `source` must be a non-empty list of strings")
+        if not isinstance(source, list) or not source or not all(isinstance(t, str) and t.strip() for t in source):
+            raise DataError(f"{where}: `source` must be a non-empty list of non-empty strings")
+        summaries = expect(entry["summaries"], list, where, "summaries", "a list of {summary, coverage, faithfulness}")
         out.sources.append(source)
-        for j, summary in enumerate(entry["summaries"]):
+        for j, summary in enumerate(summaries):
+            expect(summary, dict, where, f"summaries[{j}]", "an object {summary, coverage, faithfulness}")
             for key in ("summary", *TRUTHS):
                 if key not in summary:
                     raise DataError(f"{where}.summaries[{j}]: missing field `{key}`")
             out.source_index.append(i)
-            out.summaries.append(summary["summary"])
-            for t in TRUTHS:
-                out.truth[t].append(float(summary[t]))
+            out.summaries.append(expect(summary["summary"], str, where, f"summaries[{j}].summary"))
+            for t in TRUTHS:  # proportions of key points (README of the release)
+                value = check_number(summary[t], f"summaries[{j}].{t}", low=0, high=1, where=where)
+                out.truth[t].append(float(value))
+    if not out.summaries:
+        raise DataError(f"{path}: holds no summaries; every entry's `summaries` is empty")
     return out
+
+
+def check_spread(data: ControlledSet, targets: Sequence[str], where: str) -> None:
+    """Refuse human scores that cannot be correlated: fewer than two summaries, or all equal.
+
+    Spearman's ρ and the winrate are undefined then (a division by zero).
+    """
+    if len(data.summaries) < 2:
+        raise DataError(
+            f"{where}: {len(data.summaries)} summary; correlating with human scores needs at least two"
+        )
+    for t in targets:
+        if len(set(data.truth[t])) < 2:
+            raise DataError(
+                f"{where}: every summary has the same `{t}` ({data.truth[t][0]:g}); correlating "
+                "with human scores needs summaries scored differently"
+            )
 
 
 def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> ControlledSet:
@@ -116,10 +135,7 @@ def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> Control
         out.source_index.append(index[key])
         out.summaries.append(row["summary"])
         for t in targets:
-            value = row[t]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise DataError(f"{where}: `{t}` must be a number, got {value!r}")
-            out.truth[t].append(float(value))
+            out.truth[t].append(float(check_number(row[t], t, where=where)))
     return out
 
 

@@ -122,6 +122,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
+    from .checks import expect
     from .jsonl import iter_jsonl
 
     out: dict[str, str] = {}
@@ -130,6 +131,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
             raise DataError(f"{path}:{number}: each line needs fields `id` and `summary`")
         if not isinstance(record["summary"], str):
             raise DataError(f"{path}:{number}: field `summary` must be a string")
+        expect(record["id"], (str, int), f"{path}:{number}", "id", "a string or an integer")
         key = str(record["id"])
         if key in out:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")

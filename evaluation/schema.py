@@ -60,6 +60,14 @@ class Example:
     target: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
+    #: Where the example was read (``data.jsonl:3``, ``yelp_gold.json[2]``), set by the loaders;
+    #: not a field (never written out), used by errors found later (fairness, prompt length).
+    location = ""
+
+    def where(self, fallback: str = "") -> str:
+        """The file:line the example came from, or ``fallback`` (``examples[3]``) when unknown."""
+        return self.location or fallback
+
     @property
     def groups(self) -> list[str]:
         """Group values in their fixed order: ``group_values`` or order of first appearance."""

@@ -280,12 +280,31 @@ class Scorer(Generic[ConfigT]):
         check_output_path(self._cache_file, "--score-cache", append=True)  # never a FIFO, device or folder
         if not self._cache_file.exists():
             return
-        for line in self._cache_file.read_text(encoding="utf-8").splitlines():
+        from .checks import expect, parse_json
+        from .files import read_utf8
+
+        path = self._cache_file
+        fix = f"delete {path} (the scores are recomputed) or pass --score-cache none"
+        text = read_utf8(path, "--score-cache")
+        lines = text.split("\n")
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed run
-            self._cache[row["key"]] = row["result"]
+                row = parse_json(line, where, nan_ok=True)
+            except DataError as err:
+                if lineno == len(lines):
+                    continue  # a torn last line from a killed run (no newline after it)
+                raise DataError(f"{err}; {fix}") from None
+            try:
+                expect(row, dict, where, "$", "an object {key, result}")
+                expect(row.get("key"), str, where, "key")
+                result = expect(row.get("result"), dict, where, "result", "an object with a `score`")
+                expect(result.get("score"), (float, int), where, "result.score", "a number")
+            except DataError as err:
+                raise DataError(f"{err}; {fix}") from None
+            self._cache[row["key"]] = result
 
     def _append_disk_cache(self, fresh: dict[str, dict[str, Any]]) -> None:
         if self._cache_file is None or not fresh:

@@ -50,6 +50,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(command: str) -> None:
+    """Print each Python warning as one line, ``evenhand CMD: warning: ...`` (no source line).
+
+    A user's option that has no effect warns; the default format spans two lines
+    (file:line and the source), which reads like a traceback next to an error.
+    """
+    import warnings
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        print(f"evenhand {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; bad input exits with status 2 and a one-line message.
 
@@ -57,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     below, and ``evenhand.decoding.models`` loads with ``local_files_only``.
     """
     args = build_parser().parse_args(argv)
+    _one_line_warnings(args.command)
     if not args.allow_download:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -310,17 +310,17 @@ def run_demo(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import check_local, load_generator
+    from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
     from evenhand.evaluation.registry import get_scorer
-    from evenhand.evaluation.schema import DataError
     from evenhand.rerank.reranker import build_floor_scorers
     from evenhand.rerank.scorer import share_model
 
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)
-    for flag, value in (("--max-new-tokens", args.max_new_tokens), ("--candidates", args.candidates)):
-        if value < 1:
-            raise DataError(f"{flag} must be a positive int, got {value}")
+    check_count(args.max_new_tokens, "--max-new-tokens")
+    check_count(args.candidates, "--candidates")
+    check_seed(args.seed, "--seed")
     if args.out:  # before the model loads: a minute of work is not lost to a bad --out
         check_demo_outputs(args.out)
     check_local(args.model)

@@ -111,20 +111,40 @@ def read_state_dict(path: str | Path) -> dict[str, Any]:
 
         state: Any = load_file(str(path))
     else:
+        import pickle
+
         import torch
 
+        from ..evaluation.schema import DataError
+
+        with path.open("rb") as f:
+            magic = f.read(4)
+        if magic[:2] != b"PK" and magic[:1] != b"\x80":  # neither torch's zip format nor a pickle
+            raise DataError(
+                f"{path}: not a torch checkpoint (no zip or pickle header); give an AlignScore .ckpt, "
+                "a .pt/.bin state dict or a .safetensors file"
+            )
+        import warnings
+
         try:
-            state = torch.load(str(path), map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - re-raised with the fix
-            raise ValueError(
-                f"{path}: cannot be read with torch.load(weights_only=True) ({err}); "
+            with warnings.catch_warnings():  # its pickle-protocol notice would precede our one line
+                warnings.simplefilter("ignore")
+                state = torch.load(str(path), map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, IndexError, KeyError) as err:
+            # what torch.load's restricted unpickler raises on a file it may not or cannot read
+            reason = " ".join(str(err).split())
+            reason = reason if len(reason) <= 160 else reason[:157] + "..."
+            raise DataError(
+                f"{path}: cannot be read with torch.load(weights_only=True) ({reason}); "
                 "save its tensors alone, e.g. torch.save(ckpt['state_dict'], 'align.pt') "
                 "or safetensors, in a trusted environment"
             ) from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
-        raise ValueError(f"{path}: expected a dict of tensors, got {type(state).__name__}")
+        from ..evaluation.schema import DataError
+
+        raise DataError(f"{path}: expected a dict of tensors, got {type(state).__name__}")
     return state
 
 

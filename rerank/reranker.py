@@ -105,12 +105,13 @@ class RerankConfig:
     )
 
     def __post_init__(self) -> None:
+        from ..evaluation.checks import check_count, check_number, check_seed
+
         coerce_lists(self)
-        if self.candidates < 1:
-            raise ValueError(f"`candidates` must be a positive int, got {self.candidates}")
+        check_count(self.candidates, "candidates")
+        check_seed(self.seed)
         for name, margin in self.floors.items():
-            if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0:
-                raise ValueError(f"`floors`: the margin of {name!r} must be a non-negative number, got {margin!r}")
+            check_number(margin, f"`floors`: the margin of {name!r}", low=0)
         unknown = [r for r in self.recipe_list if r not in RECIPES]
         if unknown:
             raise ValueError(f"`recipes` has unknown sampler(s) {unknown}; available: {', '.join(RECIPES)}")

@@ -159,7 +159,7 @@ def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, cap
         (["--scorers", "rouge-l-recall,rouge-l-recall"], "twice"),
         (["--scorers", "nope"], "Unknown scorer 'nope'"),
         (["--alpha", "-1"], "--alpha must be"),
-        (["--folds", "1"], "--folds must be at least 2"),
+        (["--folds", "1"], "--folds must be an int >= 2"),
         (["--out", "cal.txt"], "--out must be a .json"),
     ],
 )
@@ -185,7 +185,7 @@ def test_annotated_jsonl_errors_name_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"bad.jsonl:2: missing field `coverage`"):
         load_annotated(bad, targets=["coverage"])
     bad.write_text('{"source": "a b", "summary": "a", "coverage": "high"}\n')
-    with pytest.raises(DataError, match=r"bad.jsonl:1: `coverage` must be a number"):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: `coverage` must be a finite float"):
         load_annotated(bad, targets=["coverage"])
 
 

@@ -86,7 +86,7 @@ def test_config_defaults_are_the_papers():
         ("candidates", 1, "at least 2"),
         ("recipes", "nucleus,greedy", "`recipes` must name samplers"),
         ("reference", "sft", "`reference` must be one of"),
-        ("lora_dropout", 1.0, "`lora_dropout` must be in"),
+        ("lora_dropout", 1.0, "`lora_dropout` must be a float in"),
     ],
 )
 def test_config_validation_messages(field, value, message):

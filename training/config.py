@@ -146,24 +146,26 @@ class DPORRConfig:
         positive = ("iterations", "prompts_per_iteration", "candidates", "max_new_tokens",
                     "generate_batch_size", "batch_size", "gradient_accumulation_steps", "max_length",
                     "lora_r", "lora_alpha", "top_gap_k")
+        # every count an int with a sane upper bound, every float finite (evaluation.checks)
+        from ..evaluation.checks import check_count, check_finite_list, check_number, check_seed
+
+        bounds = {"prompts_per_iteration": 10**7, "generate_batch_size": 4096, "gradient_accumulation_steps": 10**6,
+                  "lora_alpha": 10**6, "top_gap_k": 10**6}
         for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int, got {value!r}")
-        if not isinstance(self.dev_size, int) or self.dev_size < 0:
-            raise ValueError(f"`dev_size` must be a non-negative int, got {self.dev_size!r}")
-        for name in ("beta", "learning_rate", "epochs", "fairness_temperature"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"`{name}` must be a positive float, got {value!r}")
+            check_count(getattr(self, name), name, high=bounds.get(name))
+        check_count(self.dev_size, "dev_size", low=0, high=10**7)
+        check_seed(self.seed)
+        # upper bounds past any useful value: a learning rate above 1 only makes NaN adapters
+        highs = {"beta": 100, "learning_rate": 1, "epochs": 1000, "fairness_temperature": 10**6}
+        for name, high in highs.items():
+            check_number(getattr(self, name), name, low=0, low_open=True, high=high)
         if self.method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.method!r}")
-        if not isinstance(self.grpo_beta, (int, float)) or isinstance(self.grpo_beta, bool) or self.grpo_beta < 0:
-            raise ValueError(f"`grpo_beta` must be a non-negative float, got {self.grpo_beta!r}")
-        if not 0.0 <= self.lora_dropout < 1.0:
-            raise ValueError(f"`lora_dropout` must be in [0, 1), got {self.lora_dropout!r}")
-        if self.min_gap < 0:
-            raise ValueError(f"`min_gap` must be a non-negative float, got {self.min_gap!r}")
+        check_number(self.grpo_beta, "grpo_beta", low=0, high=100)
+        check_number(self.lora_dropout, "lora_dropout", low=0, high=1, high_open=True)
+        check_number(self.min_gap, "min_gap", low=0)
+        if self.weights is not None:
+            check_finite_list(self.weights, "weights")
         if self.pair_strategy not in PAIR_STRATEGIES:
             hint = "; write `top-gap` and set `top_gap_k`" if str(self.pair_strategy).startswith("top-gap") else ""
             raise ValueError(

@@ -60,8 +60,8 @@ def server_client(args: argparse.Namespace, url: str) -> Any:
     try:
         config = ServerConfig(**{k: v for k, v in values.items() if v is not None})
     except ValueError as err:
-        raise DataError(str(err).replace("`max_concurrency`", "`--max-concurrency`")
-                        .replace("`timeout`", "`--server-timeout`")) from None
+        raise DataError(str(err).replace("`max_concurrency`", "--max-concurrency")
+                        .replace("`timeout`", "--server-timeout")) from None
     return ServerClient(url, config)
 
 
@@ -70,11 +70,10 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
 
     A ``calibrated:X`` name passes the options on to its components (``options``).
     """
+    from evenhand.evaluation.checks import check_count
     from evenhand.evaluation.registry import scorer_class, split_name
-    from evenhand.evaluation.schema import DataError
 
-    if args.scorer_batch_size is not None and args.scorer_batch_size < 1:
-        raise DataError(f"--scorer-batch-size must be a positive int, got {args.scorer_batch_size}")
+    check_count(args.scorer_batch_size, "--scorer-batch-size", limit="batch_size", none_ok=True)
     options: dict[str, dict[str, Any]] = {}
     for name in names:
         if split_name(name)[0] == "calibrated":
@@ -95,11 +94,46 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
     return options
 
 
+def check_model_flags(args: argparse.Namespace) -> None:
+    """Every model a scorer flag names exists locally and holds a model, errors naming that flag.
+
+    ``--lm-model``, ``--judge-model`` (or a server URL), ``--embed-model`` (or
+    ``minilm``), ``--align-model`` (``fallback``, an AlignScore checkpoint file or a
+    classifier folder) and ``--align-base``: checked before any model loads, so a
+    missing ``--lm-model`` is reported as ``--lm-model``, not as ``--model``.
+    """
+    from evenhand.decoding.models import check_device, check_local
+    from evenhand.decoding.server import is_server_url
+
+    check_device(getattr(args, "device", None))
+    for flag, _ in SCORER_FLAGS:
+        dest = flag[2:].replace("-", "_")
+        value = getattr(args, dest, None)
+        if value is None or dest == "score_cache":
+            continue
+        if dest == "judge_model" and is_server_url(value):
+            continue
+        if dest == "align_model":
+            from evenhand.rerank.alignment import _CHECKPOINT_SUFFIXES, FALLBACK_ALIASES
+
+            if value in FALLBACK_ALIASES:
+                continue
+            check_local(value, flag, files=_CHECKPOINT_SUFFIXES)
+        else:
+            check_local(value, flag)
+
+
 def score_cache(args: argparse.Namespace) -> Any:
     """The score cache folder chosen on the command line (None when disabled)."""
     if args.score_cache == "none":
         return None
     if args.score_cache:
+        from pathlib import Path
+
+        from evenhand.evaluation.schema import DataError
+
+        if Path(args.score_cache).exists() and not Path(args.score_cache).is_dir():
+            raise DataError(f"--score-cache {args.score_cache} is not a folder; give a folder or 'none'")
         return args.score_cache
     from evenhand.decoding.models import cache_dir
 

@@ -57,9 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
     """Validate every flag before anything is loaded; returns (scorer names, alpha)."""
+    import math
     from pathlib import Path
 
     from evenhand.commands._scoring import split_names
+    from evenhand.decoding.models import check_device
+    from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.meta_eval import TRUTHS
     from evenhand.evaluation.registry import split_name
     from evenhand.evaluation.schema import DataError
@@ -81,12 +84,13 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
             alpha = float(args.alpha)
         except ValueError:
             alpha = -1.0
-        if not alpha >= 0:
-            raise DataError(f"--alpha must be 'auto' or a non-negative number, got {args.alpha!r}")
-    if args.folds < 2:
-        raise DataError(f"--folds must be at least 2, got {args.folds}")
-    if args.n_bootstrap < 1:
-        raise DataError(f"--n-bootstrap must be a positive int, got {args.n_bootstrap}")
+        if not (alpha >= 0 and math.isfinite(alpha)):
+            raise DataError(f"--alpha must be 'auto' or a finite non-negative number, got {args.alpha!r}")
+    check_count(args.folds, "--folds", low=2)
+    check_count(args.n_bootstrap, "--n-bootstrap")
+    check_count(args.limit, "--limit", high=10**9, none_ok=True)
+    check_seed(args.seed, "--seed")
+    check_device(args.device)
     if args.limit is not None and args.limit < args.folds:
         raise DataError(f"--limit must keep at least --folds ({args.folds}) sources, got {args.limit}")
     out, data = Path(args.out), Path(args.data)
@@ -103,9 +107,11 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
 
 def run(args: argparse.Namespace) -> int:
     """Score, fit, cross-validate, write the calibration and print the table."""
+    from evenhand.commands._scoring import check_model_flags
     from evenhand.evaluation.outputs import output_lock
 
     names, alpha = _check(args)
+    check_model_flags(args)
     with output_lock(args.out, "--out"):  # a second writer on --out exits 2
         return _calibrate(args, names, alpha)
 
@@ -117,12 +123,13 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     from evenhand.commands._scoring import score_cache, scorer_options
     from evenhand.evaluation.calibration import cross_validate, fit_calibration
     from evenhand.evaluation.jsonl import write_json
-    from evenhand.evaluation.meta_eval import load_annotated, meta_evaluate
+    from evenhand.evaluation.meta_eval import check_spread, load_annotated, meta_evaluate
     from evenhand.evaluation.registry import get_scorer
 
     data = load_annotated(args.data, targets=[args.target])
     if args.limit is not None:
         data.first_sources(args.limit)
+    check_spread(data, [args.target], args.data)
     truth, groups = data.truth[args.target], data.source_index
     options = scorer_options(args, names)
     sources = [data.sources[i] for i in groups]

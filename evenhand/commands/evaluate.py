@@ -78,12 +78,17 @@ def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
-    from evenhand.commands._scoring import build_scorers, split_names
+    from evenhand.commands._scoring import build_scorers, check_model_flags, split_names
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.outputs import output_lock
     from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
     names = split_names(args.metrics, "--metrics")
+    check_model_flags(args)
+    if len(set(names)) != len(names):
+        from evenhand.evaluation.schema import DataError
+
+        raise DataError(f"--metrics lists a metric twice: {', '.join(names)}")
     check_outputs(args)
     examples = load_examples(args.data)
     check_lengths(examples, args.data)

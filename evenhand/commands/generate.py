@@ -50,15 +50,25 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from evenhand.commands._outputs import check_results_path, locked, open_results
-    from evenhand.decoding.generate import GenerateConfig, generate, pending_batches
-    from evenhand.decoding.models import check_local, load_generator
+    from evenhand.commands._scoring import server_client
+    from evenhand.decoding.fair_decoding import check_examples
+    from evenhand.decoding.generate import (
+        GenerateConfig,
+        check_prompt_lengths,
+        generate,
+        pending_batches,
+    )
+    from evenhand.decoding.models import check_device, check_local, load_generator
     from evenhand.decoding.server import is_server_url
+    from evenhand.evaluation.checks import check_seed
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.schema import DataError, Example
 
     config = config_from_args(GenerateConfig, args)
+    check_seed(config.seed)  # batches are decoded with seed + batch start
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
+    check_device(args.device)
     if is_server_url(args.model):  # before any request or file: processors cannot run on a server
         from evenhand.decoding.server_generate import check_server_config
 
@@ -67,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
         check_local(args.model)
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
+    if args.max_concurrency is not None or args.server_timeout is not None:
+        server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
     every = load_limited(args.data, None)  # batches are cut from the full data
     examples = every[: args.limit]
+    check_examples(examples, config.parts()["fairness"])  # group labels, before any model loads
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
     with locked(args.out), contextlib.ExitStack() as stack:  # a second writer on --out exits 2
@@ -83,11 +96,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
         if todo:
             if is_server_url(args.model):
-                from evenhand.commands._scoring import server_client
-
                 model, tokenizer = server_client(args, args.model), None
             else:
                 model, tokenizer = load_generator(args.model, device=args.device)
+            check_prompt_lengths(model, tokenizer, [ex for _, b in todo for ex in b if needed(ex)], config)
             bar = tqdm(total=remaining, desc="generate", unit="ex")
             stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:

@@ -43,22 +43,33 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from evenhand.commands._outputs import check_results_path, locked, open_results
-    from evenhand.commands._scoring import build_scorers, scorer_options, split_names
+    from evenhand.commands._scoring import (
+        build_scorers,
+        check_model_flags,
+        scorer_options,
+        split_names,
+    )
+    from evenhand.decoding.models import check_device
+    from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.jsonl import check_output, write_json
-    from evenhand.evaluation.meta_eval import TRUTHS, load_controlled, meta_evaluate
+    from evenhand.evaluation.meta_eval import TRUTHS, check_spread, load_controlled, meta_evaluate
     from evenhand.evaluation.schema import DataError
 
     names = split_names(args.scorers)
-    if args.n_bootstrap < 1:
-        raise DataError(f"--n-bootstrap must be a positive int, got {args.n_bootstrap}")
-    if args.limit is not None and args.limit < 1:
-        raise DataError(f"--limit must be a positive int, got {args.limit}")
+    check_model_flags(args)
+    if len(set(names)) != len(names):
+        raise DataError(f"--scorers lists a scorer twice: {', '.join(names)}")
+    check_count(args.n_bootstrap, "--n-bootstrap")
+    check_count(args.limit, "--limit", high=10**9, none_ok=True)
+    check_seed(args.seed, "--seed")
+    check_device(args.device)
     check_output(args.out, {"--data": args.data})
     timings = timings_path(args.out)
     check_results_path(args.out, extra=(timings,))
     data = load_controlled(args.data)
     if args.limit is not None:
         data.first_sources(args.limit)
+    check_spread(data, TRUTHS, args.data)
     options = scorer_options(args, names)
     sources = [data.sources[i] for i in data.source_index]
     with locked(args.out):  # a second writer on --out exits 2

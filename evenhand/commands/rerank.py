@@ -57,8 +57,15 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from evenhand.commands._outputs import check_results_path, locked, open_results
-    from evenhand.commands._scoring import score_cache, scorer_options, server_client, split_names
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.commands._scoring import (
+        check_model_flags,
+        score_cache,
+        scorer_options,
+        server_client,
+        split_names,
+    )
+    from evenhand.decoding.fair_decoding import check_examples
+    from evenhand.decoding.generate import GenerateConfig, check_prompt_lengths
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.decoding.server import is_server_url
     from evenhand.decoding.server_generate import check_server_config
@@ -69,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.rerank.scorer import share_model
 
     names = split_names(args.scorers)
+    check_model_flags(args)
     try:
         floors = parse_floors(args.floors)
     except ValueError as err:
@@ -86,12 +94,15 @@ def run(args: argparse.Namespace) -> int:
     generate_config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
+    if args.max_concurrency is not None or args.server_timeout is not None:
+        server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
     served = is_server_url(args.model)
     if served:  # before any request: what a server cannot do raises here
         check_server_config(generate_config)
     else:
         check_local(args.model)
     examples = load_limited(args.data, args.limit)
+    check_examples(examples, generate_config.parts()["fairness"])  # group labels, before any model loads
     options = {
         "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
         "scorers": names, "weights": args.weights, "normalize": args.normalize,
@@ -109,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
             model, tokenizer = load_generator(args.model, device=args.device)
             for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
                 share_model(s, model, tokenizer, args.model)
+        pending = [ex for ex in examples if not store.done(ex.id)]
+        check_prompt_lengths(model, tokenizer, pending, generate_config)  # before the progress bar
         reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
         records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]

@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the config (YAML defaults, flags over them), train, print one line per finished iteration."""
     from evenhand.commands._scoring import split_names
+    from evenhand.decoding.models import check_device, check_local
     from evenhand.evaluation.schema import DataError
     from evenhand.training.config import DPORRConfig
     from evenhand.training.loop import train_dpo_rr
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(DPORRConfig, args, config_file=args.config)
     if config.scorers:
         split_names(config.scorers, "scorers")  # registered names, before any model loads
+    check_device(config.device, "`device`")
+    check_local(config.model, "`model`")
     manifest = _train_locked(config, train_dpo_rr)
     names = ["composite", *config.scorer_names]
     print("iteration  pairs  " + "  ".join(f"dev {n}" for n in names) + "  seconds")

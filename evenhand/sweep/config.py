@@ -98,8 +98,10 @@ class Cell:
     def generate_config(self, seed: int) -> Any:
         """The cell's GenerateConfig for ``seed`` (validated by GenerateConfig itself)."""
         from evenhand.decoding.generate import GenerateConfig
+        from evenhand.evaluation.configs import check_scalar_types
 
         values = {k: v for k, v in self.settings.items() if k not in EXTRA_KEYS}
+        check_scalar_types(GenerateConfig, values, "settings")  # `instruction: 5` named, not a TypeError later
         return GenerateConfig(**values, seed=seed)
 
     @property
@@ -191,10 +193,15 @@ class SweepConfig:
     def __post_init__(self) -> None:
         if not self.datasets:
             raise DataError("`datasets` is empty; give at least one `name: path` entry")
-        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
-            raise DataError(f"`limit` must be a positive int, got {self.limit!r}")
+        from evenhand.evaluation.checks import check_count, check_seed, expect
+
+        check_count(self.limit, "limit", high=10**9, none_ok=True)
         if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds):
             raise DataError(f"`seeds` must be a non-empty list of ints, got {self.seeds!r}")
+        for i, seed in enumerate(self.seeds):
+            check_seed(seed, f"seeds[{i}]")
+        expect(self.device, (str, type(None)), "", "device", "a string (cpu, cuda...)")
+        expect(self.factuality_options, dict, "", "factuality_options", "a mapping of options")
         if len(set(self.seeds)) != len(self.seeds):
             raise DataError(f"`seeds` lists a seed twice: {self.seeds}")
         if isinstance(self.factuality, str) and self.factuality.strip().lower() in ("", "none"):
@@ -215,8 +222,9 @@ class SweepConfig:
                 cell.generate_config(self.seeds[0])
             except (TypeError, ValueError) as err:
                 raise DataError(f"cell {cell.name!r}: {err}") from None
-            if cell.candidates < 1:
-                raise DataError(f"cell {cell.name!r}: `candidates` must be a positive int, got {cell.candidates}")
+            check_count(cell.settings.get("candidates", 1), "candidates", where=f"cell {cell.name!r}")
+            expect(cell.settings.get("model", DEFAULT_MODEL), str, f"cell {cell.name!r}", "model",
+                   "a model name or folder")
 
 
 def _as_list(value: Any, key: str) -> list[str]:
@@ -251,6 +259,14 @@ def parse_sweep(data: dict[str, Any], folder: str | Path = ".", stem: str = "swe
     cells = expand_cells(data.get("base"), data.get("grid"), data.get("cells"))
     results = data.get("results") or f"{stem}.sqlite"
     seeds = data.get("seeds", [0])
+    if not isinstance(seeds, (int, list)) or isinstance(seeds, bool):
+        raise DataError(f"`seeds` must be a non-empty list of ints, got {seeds!r}")
+    for key in ("factuality_options",):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise DataError(f"`{key}` must be a mapping of options, got {data[key]!r}")
+    for key in ("name", "results", "factuality", "device"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise DataError(f"`{key}` must be a string, got {data[key]!r}")
     return SweepConfig(
         datasets=datasets,
         cells=cells,
@@ -269,16 +285,12 @@ def parse_sweep(data: dict[str, Any], folder: str | Path = ".", stem: str = "swe
 
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML file."""
-    import yaml
-
+    from evenhand.evaluation.checks import safe_yaml
     from evenhand.evaluation.files import read_utf8
 
     path = Path(path)
     text = read_utf8(path, "--config")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise DataError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    data = safe_yaml(text, str(path))
     try:
         return parse_sweep(data, path.parent, path.stem, text)
     except DataError as err:

@@ -413,8 +413,10 @@ def build_report(
         n_bootstrap: bootstrap resamples of the ranking's intervals.
         seed: seeds the ranking's tie-breaking and bootstrap.
     """
-    if n_bootstrap < 1:
-        raise DataError(f"--bootstrap must be a positive int, got {n_bootstrap}")
+    from evenhand.evaluation.checks import check_count, check_seed
+
+    check_count(n_bootstrap, "--bootstrap")
+    check_seed(seed, "--seed")
     stored = results if isinstance(results, StoredResults) else read_results(results)
     if not stored.rows:
         raise DataError(f"{results}: the results hold no rows yet; run `evenhand sweep` first")

@@ -167,9 +167,16 @@ def run_sweep(
     if not 0 <= process_index < num_processes:
         raise ValueError(f"`process_index` must be in [0, {num_processes}), got {process_index}")
     datasets = load_datasets(config)  # bad data or a missing model fail before the results file is touched
-    if load_model is None:
-        from evenhand.decoding.models import check_local
+    from evenhand.decoding.fair_decoding import check_examples
 
+    for cell in config.cells:  # fairness needs group labels: checked before any model loads
+        fairness = cell.generate_config(config.seeds[0]).parts()["fairness"]
+        for examples in datasets.values():
+            check_examples(examples, fairness)
+    if load_model is None:
+        from evenhand.decoding.models import check_device, check_local
+
+        check_device(config.device, "`device`")
         for name in sorted({cell.model for cell in config.cells}):
             check_local(name, "cell `model`")
     results = Path(results or config.results)

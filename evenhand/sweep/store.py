@@ -279,10 +279,31 @@ def merge_shards(results: str | Path, remove: bool = True) -> int:
     return added
 
 
-def _decode(record: tuple[Any, ...]) -> ResultRow:
-    values = dict(zip(ROW_COLUMNS, record))
-    values["metrics"] = json.loads(values["metrics"] or "{}")
-    values["rerank"] = json.loads(values["rerank"]) if values["rerank"] else None
+#: Row columns and the Python types a well-formed row holds in them (None: NULL allowed).
+_ROW_TYPES: dict[str, tuple[type, ...]] = {
+    "cell_id": (str,), "dataset": (str,), "seed": (int,), "example_id": (str,),
+    "example_index": (int, type(None)), "summary": (str, type(None)), "metrics": (str, type(None)),
+    "factuality": (float, int, type(None)), "factuality_scorer": (str, type(None)),
+    "factuality_backend": (str, type(None)), "rerank": (str, type(None)), "error": (str, type(None)),
+    "seconds": (float, int, type(None)), "created": (str, type(None)),
+}
+
+
+def _decode(record: tuple[Any, ...], where: str = "results") -> ResultRow:
+    """A stored row, each column checked with its type and the JSON columns parsed (errors name the row)."""
+    from evenhand.evaluation.checks import expect, parse_json
+
+    values: dict[str, Any] = dict(zip(ROW_COLUMNS, record))
+    where = f"{where}: row {values.get('cell_id')!r}/{values.get('dataset')!r}/{values.get('example_id')!r}"
+    for column, types in _ROW_TYPES.items():
+        expect(values[column], types, where, column)
+    metrics = parse_json(values["metrics"] or "{}", where, nan_ok=True)
+    expect(metrics, dict, where, "metrics", "a JSON object {column: number}")
+    for key, value in metrics.items():
+        expect(value, (float, int, type(None)), where, f"metrics.{key}", "a number or null")
+    values["metrics"] = metrics
+    rerank = parse_json(values["rerank"], where, nan_ok=True) if values["rerank"] else None
+    values["rerank"] = expect(rerank, (dict, type(None)), where, "rerank", "a JSON object or null")
     return ResultRow(**values)
 
 
@@ -304,6 +325,8 @@ def read_results(path: str | Path) -> StoredResults:
             raise DataError(f"{file}: not a regular file; give --results the SQLite file `evenhand sweep` wrote")
     if not files:
         raise FileNotFoundError(f"{path}: results file not found (run `evenhand sweep` first)")
+    from evenhand.evaluation.checks import expect, parse_json
+
     rows: dict[tuple[str, str, int, str], ResultRow] = {}
     cells: dict[str, tuple[str, dict[str, Any]]] = {}
     meta: dict[str, str] = {}
@@ -312,9 +335,12 @@ def read_results(path: str | Path) -> StoredResults:
             try:
                 meta.update(dict(conn.execute("SELECT key, value FROM meta")))
                 for cell_id, name, settings in conn.execute("SELECT * FROM cells"):
-                    cells[cell_id] = (name, json.loads(settings))
+                    where = f"{file}: cell {cell_id!r}"
+                    decoded = parse_json(settings, where) if isinstance(settings, str) else settings
+                    expect(decoded, dict, where, "settings", "a JSON object of settings")
+                    cells[cell_id] = (str(name), decoded)
                 for record in conn.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM rows"):
-                    row = _decode(record)
+                    row = _decode(record, str(file))
                     rows.setdefault(row.key, row)
             except sqlite3.DatabaseError as err:
                 raise DataError(f"{file}: not an evenhand results file ({err})") from None

@@ -21,7 +21,6 @@ your domain for values you can read as the target.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -53,10 +52,10 @@ def calibration_path(spec: str) -> Path:
 def load_calibration(spec: str) -> Calibration:
     """Read and validate the calibration named by ``spec`` (see ``calibration_path``)."""
     path = calibration_path(spec)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(f"calibrated:{spec}: {path} is not valid JSON ({err}); refit with `evenhand calibrate`") from None
+    from ...evaluation.checks import parse_json
+    from ...evaluation.files import read_utf8
+
+    data = parse_json(read_utf8(path, f"calibrated:{spec}"), f"calibrated:{spec}: {path}")
     return Calibration.from_dict(data, where=f"calibrated:{spec}")
 
 

@@ -47,8 +47,10 @@ def normalize(values: Sequence[float], method: str = "minmax") -> list[float]:
 
 
 def check_weights(weights: Sequence[float], names: Sequence[str]) -> list[float]:
-    """One non-negative weight per component name, with a positive sum; returns them as floats."""
-    ws = [float(w) for w in weights]
+    """One finite non-negative weight per component name, with a positive sum; returns them as floats."""
+    from ...evaluation.checks import check_finite_list
+
+    ws = [float(w) for w in check_finite_list(list(weights), "weights", low=0)]
     if len(ws) != len(names):
         raise ValueError(
             f"`weights` gives {len(ws)} numbers for {len(names)} scorers ({', '.join(names)}); "
