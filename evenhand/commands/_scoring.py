@@ -133,7 +133,7 @@ def score_cache(args: argparse.Namespace) -> Any:
         from evenhand.evaluation.schema import DataError
 
         if Path(args.score_cache).exists() and not Path(args.score_cache).is_dir():
-            raise DataError(f"--score-cache {args.score_cache} is not a folder; give a folder or 'none'")
+            raise DataError(f"--score-cache {args.score_cache} is not a directory; give a folder or 'none'")
         return args.score_cache
     from evenhand.decoding.models import cache_dir
 
@@ -146,10 +146,11 @@ def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
     from evenhand.evaluation.schema import DataError
 
     options = scorer_options(args, names)
+    cache = score_cache(args)  # its own error names --score-cache, not a scorer's flags
     scorers = []
     for name in names:
         try:
-            scorers.append(get_scorer(name, cache_dir=score_cache(args), **options[name]))
+            scorers.append(get_scorer(name, cache_dir=cache, **options[name]))
         except ValueError as err:  # a setting the scorer's config refuses: one line, exit 2
             flags = [
                 "--" + dest.replace("_", "-")
