@@ -166,7 +166,7 @@ def fair_beam_search(
         )
         logits = model_outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
         log_probs = logits_processor(flat_running, nn.functional.log_softmax(logits, dim=-1))
-        del model_outputs
+        model_outputs = None  # free the logits before the step
         log_probs = model._unflatten_beam_dim(log_probs, batch_size, num_beams)
         done, parents = beam_step(state, config, fair_beam, log_probs, stop)
 
