@@ -149,7 +149,7 @@ def fair_beam_search(
     flat_running = input_ids
     prefill_consumed = False
     done = False
-    model_outputs = model._prefill(
+    model_outputs: Any = model._prefill(
         input_ids, generation_config, model_kwargs, is_first_iteration=not generation_config.is_assistant
     )
     while not done:
