@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import LogitsProcessorList, NoRepeatNGramLogitsProcessor, RepetitionPenaltyLogitsProcessor
+from transformers import (
+    LogitsProcessorList,
+    NoRepeatNGramLogitsProcessor,
+    RepetitionPenaltyLogitsProcessor,
+)
 
-from evenhand.decoding.beam_steps import TransformersNextToken, beam_search_steps, candidate_processors
+from evenhand.decoding.beam_steps import (
+    TransformersNextToken,
+    beam_search_steps,
+    candidate_processors,
+)
 from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
 from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 from evenhand.evaluation.schema import Document, Example
