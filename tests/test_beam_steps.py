@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from transformers import (
@@ -47,7 +49,7 @@ def _boost(tok):
 def _transformers(model, tok, enc, fair=None, **extra):
     # evenhand's repetition penalty: generated tokens only
     penalty = RepetitionPenaltyLogitsProcessor(1.2, prompt_ignore_length=enc["input_ids"].shape[1])
-    kwargs = dict(max_new_tokens=10, num_beams=4, do_sample=False, no_repeat_ngram_size=3,
+    kwargs: dict[str, Any] = dict(max_new_tokens=10, num_beams=4, do_sample=False, no_repeat_ngram_size=3,
                   logits_processor=LogitsProcessorList([_boost(tok), penalty]), **extra)
     if fair is not None:
         kwargs.update(custom_generate=fair_beam_search, fair_beam=fair)
@@ -120,6 +122,7 @@ def test_candidate_processors_hand_values():
     # prefix: prompt [5, 6] + generated [7, 5]; the bigram (5, 6) was seen, so after 5, 6 is banned
     ids = torch.tensor([[6, 7, 9]])
     lps = torch.tensor([[-1.0, -2.0, -3.0]])
+    assert adjust is not None
     out = adjust([[5, 6, 7, 5]], 2, ids, lps)
     assert out.tolist() == [[float("-inf"), -4.0, -3.0]]  # 7 generated: ×2; 9 untouched
     assert candidate_processors() is None
