@@ -221,6 +221,7 @@ class LmScorer(LmBackedScorer):
 
     def _passes_key(self) -> str:
         c = self.config
+        assert isinstance(c, LmConfig)
         handed = id(self._model) if self._handed else None
         return json.dumps([
             self._model_name, handed, c.device, c.instruction, c.no_source_instruction, c.system,
