@@ -15,6 +15,7 @@ prints the corpus table. Bad input exits with status 2 and a one-line message.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 NAME = "evaluate"
 HELP = "score summaries (MINT, fragments, FairSumm, ...) and write per-example and corpus tables"
@@ -42,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-example table path (.jsonl); .csv and .corpus.jsonl/.corpus.csv go next to it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--engine", choices=("transformers", "vllm"), default=None,
+        help="Engine of lm-likelihood/lm-pmi/fluency: transformers (default) or vllm "
+        "(prompt log-probs from an in-process vLLM engine; needs vLLM installed).",
+    )
     add_scorer_options(parser)
 
 
@@ -78,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
 
     names = split_names(args.metrics, "--metrics")
+    if args.engine == "vllm":  # before anything loads: vLLM installed?
+        from evenhand.evaluation.schema import DataError
+
+        if importlib.util.find_spec("vllm") is None:
+            raise DataError("--engine vllm needs vLLM, which is not installed; see docs/serving.md (make setup-vllm)")
     check_outputs(args)
     examples = load_examples(args.data)
     check_lengths(examples, args.data)

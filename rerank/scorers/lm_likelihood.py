@@ -75,7 +75,7 @@ import json
 import re
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...decoding.prompting import DEFAULT_SYSTEM
@@ -154,6 +154,10 @@ class LmConfig(LmBackedConfig):
         default=False,
         metadata={"help": "Also score the end-of-reply token after the summary (BARTScore's code scores </s>)."},
     )
+    engine: str = field(
+        default="transformers",
+        metadata={"help": "transformers (in-process) or vllm (prompt log-probs from an in-process vLLM engine)."},
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -173,6 +177,8 @@ class LmConfig(LmBackedConfig):
             )
         if not isinstance(self.chunk_words, int) or self.chunk_words < 1:
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
+        if self.engine not in ("transformers", "vllm"):
+            raise ValueError(f"`engine` must be 'transformers' or 'vllm', got {self.engine!r}")
 
 
 class LmPasses:
@@ -210,7 +216,7 @@ class LmScorer(LmBackedScorer):
     """
 
     Config = LmConfig
-    cli_options = {"lm_model": "model", "device": "device"}
+    cli_options = {"lm_model": "model", "device": "device", "engine": "engine"}
     detail_fields = ("n_tokens", "model", "empty")
 
     def __init__(self, config: Any = None, cache_dir: Any = None) -> None:
@@ -225,8 +231,16 @@ class LmScorer(LmBackedScorer):
         handed = id(self._model) if self._handed else None
         return json.dumps([
             self._model_name, handed, c.device, c.instruction, c.no_source_instruction, c.system,
-            c.max_source_tokens, c.chunk_words, c.score_end,
+            c.max_source_tokens, c.chunk_words, c.score_end, c.engine,
         ])
+
+    def _fingerprint(self) -> str:
+        # the engine keys the cache only when it is not the default (older caches stay valid)
+        skip = {"batch_size", "progress", "target_only", "max_concurrency", "timeout"}
+        if getattr(self.config, "engine", "transformers") == "transformers":
+            skip.add("engine")
+        settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
+        return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
 
     @property
     def passes(self) -> LmPasses:
@@ -246,13 +260,33 @@ class LmScorer(LmBackedScorer):
         if self._model is None and self.server is None:
             passes = self.passes
             if passes.model is None:
-                passes.model, passes.tokenizer = super()._load()
+                if getattr(self.config, "engine", "transformers") == "vllm":
+                    from ...decoding.vllm_engine import VllmEngine
+
+                    engine = VllmEngine(self.config.model)  # pyright: ignore[reportAttributeAccessIssue]
+                    passes.model, passes.tokenizer = engine, engine.tokenizer
+                else:
+                    passes.model, passes.tokenizer = super()._load()
             self._model, self._tokenizer = passes.model, passes.tokenizer
         return super()._load()
 
     def token_logprobs(self, prefix_ids: list[int], suffixes: list[list[int]]) -> list[Any]:
-        """Per-token log p of each suffix after the prefix (the one place a forward runs)."""
-        return continuation_logprobs(self._load()[0], prefix_ids, suffixes)
+        """Per-token log p of each suffix after the prefix (the one place a forward runs).
+
+        In-process: the prefix runs once and its KV cache serves every suffix
+        (``continuation_logprobs``). vLLM: one request per prefix + suffix with
+        ``prompt_logprobs`` (its prefix cache shares the prompt), the suffix's own
+        values taken from the end.
+        """
+        import torch
+
+        model = self._load()[0]
+        if getattr(self.config, "engine", "transformers") != "vllm":
+            return continuation_logprobs(model, prefix_ids, suffixes)
+        if not suffixes:
+            return []
+        values = model.prompt_logprobs([list(prefix_ids) + list(s) for s in suffixes])
+        return [torch.tensor(v[len(v) - len(s) :], dtype=torch.float32) for v, s in zip(values, suffixes)]
 
     @property
     def _seq2seq(self) -> bool:
