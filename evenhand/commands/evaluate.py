@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--engine", choices=("transformers", "vllm"), default=None,
-        help="Engine of lm-likelihood/lm-pmi/fluency: transformers (default) or vllm "
-        "(prompt log-probs from an in-process vLLM engine; needs vLLM installed).",
+        help="Engine of lm-likelihood/lm-pmi/fluency and the llm-* judges: transformers (default) or vllm "
+        "(prompt log-probs and judge prompts through one in-process vLLM engine; needs vLLM).",
     )
     add_scorer_options(parser)
 

@@ -75,7 +75,7 @@ import json
 import re
 import weakref
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...decoding.prompting import DEFAULT_SYSTEM
@@ -154,10 +154,6 @@ class LmConfig(LmBackedConfig):
         default=False,
         metadata={"help": "Also score the end-of-reply token after the summary (BARTScore's code scores </s>)."},
     )
-    engine: str = field(
-        default="transformers",
-        metadata={"help": "transformers (in-process) or vllm (prompt log-probs from an in-process vLLM engine)."},
-    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -177,8 +173,6 @@ class LmConfig(LmBackedConfig):
             )
         if not isinstance(self.chunk_words, int) or self.chunk_words < 1:
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
-        if self.engine not in ("transformers", "vllm"):
-            raise ValueError(f"`engine` must be 'transformers' or 'vllm', got {self.engine!r}")
 
 
 class LmPasses:
@@ -234,13 +228,7 @@ class LmScorer(LmBackedScorer):
             c.max_source_tokens, c.chunk_words, c.score_end, c.engine,
         ])
 
-    def _fingerprint(self) -> str:
-        # the engine keys the cache only when it is not the default (older caches stay valid)
-        skip = {"batch_size", "progress", "target_only", "max_concurrency", "timeout"}
-        if getattr(self.config, "engine", "transformers") == "transformers":
-            skip.add("engine")
-        settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
-        return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
+
 
     @property
     def passes(self) -> LmPasses:
@@ -260,13 +248,7 @@ class LmScorer(LmBackedScorer):
         if self._model is None and self.server is None:
             passes = self.passes
             if passes.model is None:
-                if getattr(self.config, "engine", "transformers") == "vllm":
-                    from ...decoding.vllm_engine import VllmEngine
-
-                    engine = VllmEngine(self.config.model)  # pyright: ignore[reportAttributeAccessIssue]
-                    passes.model, passes.tokenizer = engine, engine.tokenizer
-                else:
-                    passes.model, passes.tokenizer = super()._load()
+                passes.model, passes.tokenizer = super()._load()
             self._model, self._tokenizer = passes.model, passes.tokenizer
         return super()._load()
 
@@ -281,7 +263,7 @@ class LmScorer(LmBackedScorer):
         import torch
 
         model = self._load()[0]
-        if getattr(self.config, "engine", "transformers") != "vllm":
+        if not self.on_vllm:
             return continuation_logprobs(model, prefix_ids, suffixes)
         if not suffixes:
             return []
