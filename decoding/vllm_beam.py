@@ -96,6 +96,14 @@ class ServerNextToken:
         self.post, self.model, self.map = post, model, map_requests
         self.calls = 0
 
+    @classmethod
+    def from_client(cls, client: Any) -> ServerNextToken:
+        """An adapter over a ``decoding.server.ServerClient`` (its retries, timeout and concurrency)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=client.config.max_concurrency)
+        return cls(lambda body: client._request("POST", "/completions", body), client.model, pool.map)
+
     def next_token_logprobs(self, prefix_token_ids: list[list[int]], k: int) -> tuple[Any, Any]:
         """The k best next tokens of each prefix and their raw log-probs, (N, k) tensors."""
         self.calls += 1
