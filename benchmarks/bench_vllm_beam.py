@@ -79,9 +79,9 @@ def shared_passes(model, tok, sources: list, summaries: list[str]) -> None:  # n
 
 
 def vllm_engine() -> object:
-    from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine  # pyright: ignore[reportMissingImports]
+    from evenhand.decoding.vllm_engine import VllmEngine
 
-    return VllmEngine("smollm2-135m-instruct", EngineSettings(extra={"max_logprobs": 128, "enable_prefix_caching": True}))
+    return VllmEngine("smollm2-135m-instruct")
 
 
 def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001

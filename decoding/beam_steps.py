@@ -169,7 +169,11 @@ def _candidates(
     if adjust is None:
         ids, lps = engine.next_token_logprobs(prefixes, wanted)
         return torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(lps, dtype=torch.float32)
-    ask = 2 * wanted
+    cap = getattr(engine, "max_candidates", None) or (1 << 30)
+    if wanted > cap:
+        raise ValueError(f"the beam pool needs {wanted} candidates per beam; the engine returns at most {cap} "
+                         "(raise vLLM's max_logprobs, or lower num_beams)")
+    ask = min(2 * wanted, cap)
     while True:
         ids, lps = engine.next_token_logprobs(prefixes, ask)
         ids, raw = torch.as_tensor(ids, dtype=torch.long), torch.as_tensor(lps, dtype=torch.float32)
@@ -177,9 +181,21 @@ def _candidates(
         top, order = torch.topk(lowered, k=min(wanted, lowered.shape[1]), dim=1)
         # an unreturned token has raw log-prob <= the last returned one, and adjust only lowers
         exact = raw.shape[1] < ask or bool((top[:, -1] >= raw[:, -1]).all())
-        if exact:
+        if exact or ask >= cap:
+            if not exact:
+                _warn_inexact(cap)
             return ids.gather(1, order), top
-        ask *= 2
+        ask = min(2 * ask, cap)
+
+
+def _warn_inexact(cap: int) -> None:
+    import warnings
+
+    warnings.warn(
+        f"beam search: after the repetition penalty / n-gram blocking, a step's pool may miss a token "
+        f"outside the engine's top {cap} candidates (raise vLLM's max_logprobs for exactness)",
+        stacklevel=3,
+    )
 
 
 class TransformersNextToken:

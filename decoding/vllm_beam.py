@@ -54,6 +54,11 @@ class VllmNextToken:
         self.calls = 0
         self.requests = 0
 
+    @property
+    def max_candidates(self) -> int:
+        """The most log-probs one request may ask for (the engine's ``max_logprobs``)."""
+        return int(self.engine.llm.llm_engine.model_config.max_logprobs)
+
     def next_token_logprobs(self, prefix_token_ids: list[list[int]], k: int) -> tuple[Any, Any]:
         """The k best next tokens of each prefix and their raw log-probs, (N, k) tensors."""
         self.calls += 1

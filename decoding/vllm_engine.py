@@ -100,6 +100,9 @@ class EngineSettings:
     max_num_seqs: int = 64
     seed: int = 0
     enforce_eager: bool = True
+    #: candidates a request may ask log-probs for: fair beam search's step loop asks for its
+    #: pool (4 beams: 16) and twice that with candidate processors (vLLM's default is 20)
+    max_logprobs: int = 64
     extra: dict[str, Any] = field(default_factory=dict)  # any other vllm.LLM keyword
 
 
@@ -197,6 +200,7 @@ class VllmEngine:
             seed=s.seed,
             max_num_seqs=s.max_num_seqs,
             enforce_eager=s.enforce_eager,
+            max_logprobs=s.max_logprobs,
             generation_config="vllm",  # neutral defaults: every sampling value is sent explicitly
             logits_processors=[EvenhandLogitsProcessor],
         )

@@ -26,8 +26,7 @@ MODEL = "smollm2-135m-instruct"
 
 @pytest.fixture(scope="module")
 def engine():
-    settings = vllm_engine.EngineSettings(extra={"max_logprobs": 64, "enable_prefix_caching": True})
-    return vllm_engine.VllmEngine(MODEL, settings)
+    return vllm_engine.VllmEngine(MODEL)  # float32 on CPU, max_logprobs 64
 
 
 @pytest.fixture(scope="module")
