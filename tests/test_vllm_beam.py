@@ -41,14 +41,16 @@ def _uer(examples, summaries):
 def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, local):
     model, tok = local
     examples = [ex for ex in demo_examples() if ex.id == "headphones"]
-    plain_config = GenerateConfig(max_new_tokens=24, num_beams=4)
-    fair_config = GenerateConfig(max_new_tokens=24, num_beams=4, fairness="ratio", fair_beam=3.0)
+    plain_config = GenerateConfig(max_new_tokens=12, num_beams=4)
+    fair_config = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
     nt = VllmNextToken(engine)
     plain = fair_beam_generate(nt, engine.tokenizer, examples, plain_config, engine.vocab_size, progress=False)
     fair = fair_beam_generate(nt, engine.tokenizer, examples, fair_config, engine.vocab_size, progress=False)
     # float32 on both sides: the log-probs agree, so the searches take the same steps
     assert fair == generate(model, tok, examples, fair_config, progress=False)
     assert plain == generate(model, tok, examples, plain_config, progress=False)
+    # 12 tokens: plain "praised the noise-cancellation technology, while others criticized" (UER 0.081),
+    # fair "praised the sound, while others complained about the battery, the" (0.060)
     assert sum(_uer(examples, fair)) < sum(_uer(examples, plain))
     # the group bonus cannot be applied to raw candidates: refused before any request
     calls = nt.calls
