@@ -17,7 +17,7 @@ Prints, each measured in this process on the same model (embedded SmolLM2-135M, 
 Parts 2 and 3 need vLLM (``make setup-vllm``; run this with ``.venv-vllm/bin/python``)
 and are skipped with a line saying so without it.
 
-    python -m benchmarks.bench_vllm_beam [--examples 8] [--summaries 24] [--tokens 48]
+    python -m benchmarks.bench_vllm_beam [--examples 8] [--summaries 24] [--tokens 48] [--parts 1,2,3]
 """
 
 from __future__ import annotations
@@ -145,7 +145,9 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--summaries", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=48)
+    parser.add_argument("--parts", default="1,2,3", help="which measurements to run (default all)")
     args = parser.parse_args()
+    parts = {int(p) for p in args.parts.split(",")}
     import torch
 
     from evenhand.decoding.models import load_generator
@@ -156,14 +158,15 @@ def main() -> int:
     data = controlled(args.summaries)
     if data is None:
         print("1./3.: shared data absent, skipped")
-    else:
+    elif 1 in parts:
         shared_passes(model, tok, *data)
     if importlib.util.find_spec("vllm") is None:
         print("\n2./3.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
         return 0
     engine = vllm_engine()
-    fair_beam(engine, model, tok, args.examples, args.tokens)
-    if data is not None:
+    if 2 in parts:
+        fair_beam(engine, model, tok, args.examples, args.tokens)
+    if data is not None and 3 in parts:
         lm_pmi_agreement(model, tok, *data)
     return 0
 
