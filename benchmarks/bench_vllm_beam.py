@@ -79,9 +79,9 @@ def shared_passes(model, tok, sources: list, summaries: list[str]) -> None:  # n
 
 
 def vllm_engine() -> object:
-    from evenhand.decoding.vllm_engine import VllmEngine
+    from evenhand.rerank.lm_prefix import vllm_engine_for
 
-    return VllmEngine("smollm2-135m-instruct")
+    return vllm_engine_for("smollm2-135m-instruct")  # the engine the vLLM scorers of part 3 use too
 
 
 def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
