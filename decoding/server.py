@@ -116,11 +116,15 @@ class ServerClient:
     Args:
         url: ``http://HOST:PORT/v1`` or ``http://HOST:PORT/v1#MODEL_NAME``.
         config: concurrency, timeout, retries (default ``ServerConfig()``).
+        processors: the server is a vLLM server started with evenhand's logits processors
+            (``--server-processors``): ``generate`` sends abstractiveness and the
+            group-coverage bonus as ``vllm_xargs`` (checked by one probe request first).
 
     Nothing is sent until the first request: constructing a client validates the URL only.
     """
 
-    def __init__(self, url: str, config: ServerConfig | None = None) -> None:
+    def __init__(self, url: str, config: ServerConfig | None = None, processors: bool = False) -> None:
+        self.processors = processors
         self.url = ServerUrl.parse(url)
         self.config = config or ServerConfig()
         self.stats = ClientStats()

@@ -24,9 +24,10 @@ parameters. What a server cannot do:
 - **logits processors** (``abstractiveness``, ``extractiveness``, fair decoding
   ``fairness_strength``/``fair_beam``, any ``processor_builders``): the OpenAI
   API runs no client code between decoding steps, so these raise ``DataError``
-  before any request — unless the server is a vLLM server started with
-  ``--logits-processors evenhand.vllm:EvenhandLogitsProcessor`` (found by one probe
-  request, ``ServerClient.runs_evenhand_processors``): then ``abstractiveness``,
+  before any request — unless the client says the server is a vLLM server started
+  with ``--logits-processors evenhand.vllm:EvenhandLogitsProcessor``
+  (``ServerClient(url, processors=True)``, the CLI's ``--server-processors``; one
+  probe request, ``ServerClient.runs_evenhand_processors``, checks it): then ``abstractiveness``,
   ``extractiveness`` and ``fairness_strength`` run there (``fair_beam`` and
   ``processor_builders`` still raise). Such requests go to ``/completions`` with the
   in-process templated prompt as token ids (response prefix included), the
@@ -61,6 +62,12 @@ _WHY = (
 )
 
 
+_UNLESS = (
+    "; a vLLM server started with `--logits-processors evenhand.vllm:EvenhandLogitsProcessor` "
+    "runs them: pass --server-processors"
+)
+
+
 def needs_processors(config: Any) -> bool:
     """Whether ``config`` needs evenhand's processors on the server (abstractiveness, α)."""
     return (
@@ -84,10 +91,11 @@ def check_server_config(
         return
     if config.abstractiveness is not None or config.extractiveness is not None:
         name = "abstractiveness" if config.abstractiveness is not None else "extractiveness"
-        raise DataError(f"`{name}` cannot run through a server URL: {_WHY}")
+        raise DataError(f"`{name}` cannot run through a server URL: {_WHY}{_UNLESS}")
     if config.fairness_strength > 0 or config.fair_beam > 0:
         raise DataError(
             "fair decoding (`fairness_strength`/`fair_beam`) cannot run through a server URL: " + _WHY
+            + (_UNLESS if config.fair_beam == 0 else "")
         )
     if processor_builders:
         raise DataError(f"`processor_builders` cannot run through a server URL: {_WHY}")
@@ -155,7 +163,7 @@ def generate_via_server(
     """
     from .generate import SummaryCollector
 
-    if needs_processors(config) and not processor_builders:
+    if client.processors and needs_processors(config) and not processor_builders:
         return generate_with_processors(client, examples, config, progress, on_batch)
     check_server_config(config, processor_builders)
     for i, ex in enumerate(examples):
@@ -189,8 +197,9 @@ def require_processors(client: ServerClient) -> None:
     """Raise today's refusal (``DataError``) unless the server runs evenhand's processors."""
     if not client.runs_evenhand_processors():
         raise DataError(
-            f"server {client.url.base} does not run evenhand's logits processors: {_WHY}; or start "
-            "vLLM with `--logits-processors evenhand.vllm:EvenhandLogitsProcessor`"
+            f"server {client.url.base} does not run evenhand's logits processors (--server-processors "
+            "was given): start vLLM with `--logits-processors evenhand.vllm:EvenhandLogitsProcessor` "
+            "(docs/serving.md), or drop the option and the processors"
         )
 
 

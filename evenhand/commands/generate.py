@@ -27,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_dataclass_arguments(parser, GenerateConfig)
-    from evenhand.commands._scoring import add_server_options
+    from evenhand.commands._scoring import add_server_options, add_server_processors_option
 
     add_server_options(parser)
+    add_server_processors_option(parser)
     # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
     parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")
     parser.add_argument(
@@ -66,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
         from evenhand.commands._scoring import server_client
         from evenhand.decoding.server_generate import check_server_config, require_processors
 
-        check_server_config(config, processors=needs_processors(config))
+        processors = args.server_processors and needs_processors(config)
+        check_server_config(config, processors=processors)
         client = server_client(args, args.model)
-        if needs_processors(config):  # one probe request: does the server run evenhand's processors?
+        if processors:  # one probe request: does the server run evenhand's processors?
             require_processors(client)
     else:
         check_local(args.model)

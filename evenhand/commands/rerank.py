@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_scorer_options(parser)
+    from evenhand.commands._scoring import add_server_processors_option
+
+    add_server_processors_option(parser)
     add_dataclass_arguments(parser, GenerateConfig, skip=_SAMPLER_FIELDS)
 
 
@@ -91,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
     if served:  # before any file: what a server cannot do raises here
         from evenhand.decoding.server_generate import needs_processors, require_processors
 
-        check_server_config(generate_config, processors=needs_processors(generate_config))
-        if needs_processors(generate_config):  # one probe: does the server run evenhand's processors?
+        processors = args.server_processors and needs_processors(generate_config)
+        check_server_config(generate_config, processors=processors)
+        if processors:  # one probe: does the server run evenhand's processors?
             require_processors(server_client(args, args.model))
     else:
         check_local(args.model)
