@@ -117,3 +117,16 @@ def test_server_processors_flag_is_needed_for_processors(tmp_path, capsys):
     rc = main(["generate", "--data", str(DEMO), "--out", str(tmp_path / "o.jsonl"), "--model", url,
                "--engine", "vllm"])
     assert rc == 2
+
+
+def test_sweep_engine_is_a_checked_setting(tmp_path):
+    from evenhand.sweep.config import parse_sweep
+
+    base = {"datasets": {"demo": str(DEMO)}, "seeds": [0]}
+    sweep = parse_sweep({**base, "grid": {"engine": ["transformers", "vllm"]}, "base": {"num_beams": 1}}, tmp_path)
+    assert sorted(c.engine for c in sweep.cells) == ["transformers", "vllm"]
+    assert len({c.id for c in sweep.cells}) == 2
+    with pytest.raises(DataError, match="`engine` must be one of"):
+        parse_sweep({**base, "base": {"engine": "tgi"}}, tmp_path)
+    with pytest.raises(DataError, match="fair beam search"):
+        parse_sweep({**base, "base": {"engine": "vllm", "fairness": "ratio", "fair_beam": 1.0}}, tmp_path)
