@@ -20,9 +20,11 @@ evenhand's processors (``decoding/server_generate.py``). Per example:
   ``no_repeat_ngram_size``, ``abstractiveness`` / ``extractiveness`` and the
   group-coverage bonus (``fairness_strength``).
 
-Not on vLLM: beam search (``num_beams > 1`` decodes greedily, with a warning),
-fair beam search (``fair_beam``, ``fair_meaning``) and caller ``processor_builders``
-(DataError before any decoding).
+Not on vLLM: beam search (``num_beams > 1`` decodes greedily, with a warning) and
+caller ``processor_builders`` (DataError before any decoding). Fair beam search
+(``fair_beam``, ``fair_meaning``) runs on the in-process engine as a step loop outside
+it (``decoding/vllm_beam.py``), without the group bonus or the abstractiveness
+constraint; a server refuses it.
 """
 
 from __future__ import annotations
@@ -37,9 +39,17 @@ from .vllm_args import KEY, dumps, request_settings
 _WHY = "run it in-process (--engine transformers)"
 
 
-def check_vllm_config(config: Any, processor_builders: Sequence[Any] = ()) -> None:
-    """Raise ``DataError`` for settings vLLM cannot decode with (before any model loads)."""
-    if config.fair_beam > 0 or config.fair_meaning > 0:
+def check_vllm_config(config: Any, processor_builders: Sequence[Any] = (), beam_loop: bool = False) -> None:
+    """Raise ``DataError`` for settings vLLM cannot decode with (before any model loads).
+
+    ``beam_loop``: the in-process engine, where fair beam search runs as a step loop
+    outside the engine (``decoding/vllm_beam.py``; its own limits are checked).
+    """
+    if (config.fair_beam > 0 or config.fair_meaning > 0) and beam_loop:
+        from .vllm_beam import check_vllm_fair_config
+
+        check_vllm_fair_config(config)
+    elif config.fair_beam > 0 or config.fair_meaning > 0:
         raise DataError(
             "fair beam search (`fair_beam`/`fair_meaning`) is a beam search over evenhand's own "
             f"hooks, which vLLM's engine has no place for; {_WHY}, or use `fairness_strength` alone"
@@ -122,7 +132,13 @@ def generate_via_vllm(
     from .fair_decoding import check_examples
     from .generate import SummaryCollector
 
-    check_vllm_config(config, processor_builders)
+    check_vllm_config(config, processor_builders, beam_loop=True)
+    if config.beam_search:  # fair beam search: the step loop outside the engine (decoding/vllm_beam.py)
+        from .vllm_beam import VllmNextToken, fair_beam_generate
+
+        return fair_beam_generate(
+            VllmNextToken(engine), engine.tokenizer, examples, config, engine.vocab_size, progress, on_batch
+        )
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         check_local(args.model)
         if args.engine == "vllm":
-            check_vllm_config(config)
+            check_vllm_config(config, beam_loop=True)
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
     every = load_limited(args.data, None)  # batches are cut from the full data

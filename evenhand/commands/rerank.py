@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if args.engine == "vllm":
             from evenhand.decoding.vllm_generate import check_vllm_config
 
-            check_vllm_config(generate_config)
+            check_vllm_config(generate_config, beam_loop=True)
     examples = load_limited(args.data, args.limit)
     options = {
         "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
