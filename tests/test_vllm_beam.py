@@ -99,3 +99,23 @@ def test_judges_on_vllm_agree_with_in_process(engine, local):
         here = get_scorer(name, progress=False).use_model(model, tok, "here").score(examples * 2, summaries)
         there = get_scorer(name, progress=False, engine="vllm").use_model(engine, engine.tokenizer, "there")
         assert there.score(examples * 2, summaries) == pytest.approx(here, abs=1e-3)
+
+
+def test_generate_command_runs_fair_beam_on_vllm(local, tmp_path, capsys):
+    from evenhand.cli import main
+
+    model, tok = local
+    examples = [ex for ex in demo_examples() if ex.id == "headphones"]
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(examples[0].to_dict()) + "\n")
+    out = tmp_path / "fair.jsonl"
+    common = ["generate", "--engine", "vllm", "--data", str(data), "--fair", "ratio", "--fair-beam", "3",
+              "--max-new-tokens", "12", "--num-beams", "4"]
+    # the group bonus with fair beam on vLLM: exit 2 and one line, before any engine is built
+    assert main([*common, "--fair-strength", "1", "--out", str(tmp_path / "no.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--fair-strength" in err and len(err.splitlines()) == 1
+    assert main([*common, "--out", str(out)]) == 0
+    summary = json.loads(out.read_text().splitlines()[0])["summary"]
+    config = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
+    assert summary == generate(model, tok, examples, config, progress=False)[0]
