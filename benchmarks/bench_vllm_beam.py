@@ -28,6 +28,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -49,7 +50,7 @@ def lm_scorers(engine: str, name: str, model=None, tok=None) -> dict:  # noqa: A
 
     out = {}
     for scorer in ("lm-pmi", "lm-likelihood", "fluency"):
-        s = get_scorer(scorer, progress=False, engine=engine)
+        s: Any = get_scorer(scorer, progress=False, engine=engine)
         out[scorer] = s.use_model(model, tok, name) if model is not None else s
     return out
 
@@ -141,7 +142,7 @@ def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--summaries", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=48)

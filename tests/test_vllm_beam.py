@@ -7,6 +7,7 @@ runs them with ``.venv-vllm``) on the embedded SmolLM2 in float32, and skip else
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,10 @@ def engine():
 @pytest.fixture(scope="module")
 def local():
     return load_generator(MODEL)
+
+
+def _scorer(name: str, **config: Any) -> Any:
+    return get_scorer(name, progress=False, **config)
 
 
 def _uer(examples, summaries):
@@ -71,8 +76,8 @@ def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, monkeypatch, tm
                  "The pizza was good but the service was slow.", ""]
     sources = [examples[0], examples[1], examples[1]]
     for name in ("lm-pmi", "lm-likelihood", "fluency"):
-        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(sources, summaries)
-        there = get_scorer(name, progress=False, engine="vllm").use_model(engine, engine.tokenizer, "there")
+        here = _scorer(name).use_model(model, tok, "here").score(sources, summaries)
+        there = _scorer(name, engine="vllm").use_model(engine, engine.tokenizer, "there")
         values = there.score(sources, summaries)
         assert values == pytest.approx(here, abs=1e-3)
     # the command line: evaluate --metrics lm-pmi --engine vllm, per summary within 1e-3 nats/token
@@ -96,8 +101,8 @@ def test_judges_on_vllm_agree_with_in_process(engine, local):
     examples = [ex for ex in demo_examples() if ex.id == "headphones"]
     summaries = ["Some reviewers praised the sound; others said the cushions get warm.", "Aliens landed."]
     for name in ("llm-coverage", "llm-faithfulness"):
-        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(examples * 2, summaries)
-        there = get_scorer(name, progress=False, engine="vllm").use_model(engine, engine.tokenizer, "there")
+        here = _scorer(name).use_model(model, tok, "here").score(examples * 2, summaries)
+        there = _scorer(name, engine="vllm").use_model(engine, engine.tokenizer, "there")
         assert there.score(examples * 2, summaries) == pytest.approx(here, abs=1e-3)
 
 
