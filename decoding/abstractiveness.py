@@ -116,6 +116,101 @@ def fragment_penalties(
     return out
 
 
+def increment_coef(h: float, reward: bool) -> float:
+    """The coefficient of (2l − 1) in the added value: −ln2/h² (penalty) or +ln2/h² (reward)."""
+    return (1.0 if reward else -1.0) * math.log(2.0) / _check_h(h) ** 2
+
+
+def reduce_of(reward: bool, reward_longest: bool = False) -> str:
+    """How alignments of one candidate token combine over P: the longest (``amax``) for the
+    penalty and ``reward_longest``, the authors' shortest (``amin``) for the reward."""
+    return "amin" if reward and not reward_longest else "amax"
+
+
+def source_table(
+    sources: Sequence[Sequence[int]], special_ids: Iterable[int], coef: float
+) -> tuple[Any, Any, Any, Any]:
+    """Host tensors of a batch of sources, padded to the longest: ``(src, inv, uniq, offset)``.
+
+    ``src`` (B × L) holds the source ids, −1 for separators, special ids and padding
+    (never matching); ``uniq`` (B × U) each source's distinct ids (padding 0);
+    ``inv`` (B × L) the column of each position's id in ``uniq`` (U = a dump column
+    for −1); ``offset`` (B × U+1) is ``coef`` in token columns and 0 in padding and
+    the dump column. Built once per batch (in-process) or per request (vLLM).
+    """
+    import torch
+
+    special = {int(t) for t in special_ids}
+    valid = [[int(t) if int(t) >= 0 and int(t) not in special else -1 for t in s] for s in sources]
+    uniques = [sorted({t for t in s if t >= 0}) for s in valid]
+    length = max(1, max((len(s) for s in valid), default=0))
+    width = max(1, max((len(u) for u in uniques), default=0))
+    src = torch.full((len(valid), length), -1, dtype=torch.long)
+    inv = torch.full((len(valid), length), width, dtype=torch.long)  # `width` = dump column
+    uniq = torch.zeros((len(valid), width), dtype=torch.long)
+    offset = torch.zeros((len(valid), width + 1), dtype=torch.float32)
+    for b, (s, u) in enumerate(zip(valid, uniques)):
+        index = {t: k for k, t in enumerate(u)}
+        if s:
+            src[b, : len(s)] = torch.tensor(s)
+            inv[b, : len(s)] = torch.tensor([index.get(t, width) for t in s])
+        if u:
+            uniq[b, : len(u)] = torch.tensor(u)
+            offset[b, : len(u)] = coef
+    return src, inv, uniq, offset
+
+
+def recompute_lengths(generated: Any, src: Any) -> Any:
+    """M (rows × L, long) from scratch: leading matches along each diagonal of the
+    (rows × generated × source) equality tensor. ``generated`` is (rows × T)."""
+    import torch
+
+    rows, steps = generated.shape
+    length = src.shape[1]
+    if steps == 0:
+        return torch.zeros((rows, length), dtype=torch.long, device=src.device)
+    eq = (generated.flip(1)[:, :, None] == src[:, None, :]).to(torch.uint8)
+    eq = torch.cat([eq, eq.new_zeros(rows, 1, length)], dim=1)  # a final all-mismatch step
+    padded = torch.nn.functional.pad(eq, (steps + 1, 0)).contiguous()  # (rows, steps+1, W)
+    width = length + steps + 1
+    # diag[r, i, j] = padded[r, i, j - i + steps + 1] = eq[r, i, j - i]
+    diag = padded.as_strided(
+        (rows, steps + 1, length), (padded.stride(0), width - 1, 1),
+        padded.storage_offset() + steps + 1,
+    )
+    return (1 - diag).argmax(dim=1)  # first mismatch along the diagonal = match length
+
+
+def shift_lengths(m: Any) -> Any:
+    """P from M: P[:, j] = M[:, j − 1], P[:, 0] = 0 (float32): P + 1 is the length a
+    candidate equal to x_j would reach."""
+    import torch
+
+    return torch.nn.functional.pad(m[:, :-1].to(torch.float32), (1, 0))
+
+
+def extend_lengths(previous: Any, src: Any, last: Any) -> Any:
+    """P after one more generated token per row: M_t[j] = (P_{t−1}[j] + 1)·[x_j = y_t], shifted.
+
+    ``previous`` (rows × L) is each row's parent P, ``last`` (rows × 1) its new token.
+    """
+    return shift_lengths((previous + 1) * (src == last))
+
+
+def reduced_increments(previous: Any, inv: Any, offset: Any, reduce: str) -> Any:
+    """(rows × U) value added to each distinct source token: coef·(2P + 1) for the
+    longest (``amax``) or shortest (``amin``) alignment; 0 in padding columns."""
+    import torch
+
+    rows = previous.shape[0]
+    # Δ for length l = P + 1 is coef · (2l − 1) = coef · (2P + 1), monotone in P: the
+    # longest alignment (penalty, reward_longest) is the largest P, the shortest the smallest
+    reduced = torch.zeros((rows, offset.shape[1]), dtype=torch.float32, device=previous.device)
+    reduced.scatter_reduce_(1, inv, previous, reduce, include_self=False)
+    # coef · (2P + 1) in token columns, 0 in padding columns (which point at token 0)
+    return torch.addcmul(offset, reduced, offset, value=2.0)[:, :-1]
+
+
 class AbstractivenessProcessor(LogitsProcessor):
     r"""Adds the nonlinear abstractiveness penalty (or extraction reward) to next-token scores.
 
@@ -190,30 +285,11 @@ class AbstractivenessProcessor(LogitsProcessor):
             raise ValueError("`source_ids` must hold one sequence per example, got none")
         self.reward = bool(reward)
         self.prompt_length = prompt_length
-        self.reduce = "amin" if reward and not reward_longest else "amax"  # over P, see _reduced
-        special = {int(t) for t in special_ids}
-        valid = [[t if t >= 0 and t not in special else -1 for t in s] for s in sources]
-        uniques = [sorted({t for t in s if t >= 0}) for s in valid]
-        self.max_id = max((u[-1] for u in uniques if u), default=-1)
-        length = max(1, max(len(s) for s in valid))
-        width = max(1, max(len(u) for u in uniques))
-        src = torch.full((len(valid), length), -1, dtype=torch.long)
-        inv = torch.full((len(valid), length), width, dtype=torch.long)  # `width` = dump column
-        uniq = torch.zeros((len(valid), width), dtype=torch.long)
-        for b, (s, u) in enumerate(zip(valid, uniques)):
-            index = {t: k for k, t in enumerate(u)}
-            if s:
-                src[b, : len(s)] = torch.tensor(s)
-                inv[b, : len(s)] = torch.tensor([index.get(t, width) for t in s])
-            if u:
-                uniq[b, : len(u)] = torch.tensor(u)
+        self.reduce = reduce_of(self.reward, reward_longest)
         # (coefficient of 2l − 1): −ln2/h² for the penalty, +ln2/h² for the reward
-        self.coef = (1.0 if self.reward else -1.0) * math.log(2.0) / self.h**2
-        # per unique-token column: coef where a token sits, 0 in padding and the dump column
-        offset = torch.zeros((len(valid), width + 1), dtype=torch.float32)
-        for b, u in enumerate(uniques):
-            offset[b, : len(u)] = self.coef
-        self._host = (src, inv, uniq, offset)
+        self.coef = increment_coef(self.h, self.reward)
+        self._host = source_table(sources, special_ids, self.coef)
+        self.max_id = int(self._host[2].max()) if self._host[3].any() else -1
         self._device_tensors: dict[Any, tuple[Any, ...]] = {}
         self._rows: dict[tuple[Any, int], tuple[Any, ...]] = {}
         self._state: tuple[int, int, Any, Any, Any] | None = None  # rows, steps, device, generated ids, P
@@ -249,23 +325,8 @@ class AbstractivenessProcessor(LogitsProcessor):
 
     @staticmethod
     def _recompute(generated: Any, src: Any) -> Any:
-        """M from scratch: leading matches along each diagonal of (rows × generated × source)."""
-        import torch
-
-        rows, steps = generated.shape
-        length = src.shape[1]
-        if steps == 0:
-            return torch.zeros((rows, length), dtype=torch.long, device=src.device)
-        eq = (generated.flip(1)[:, :, None] == src[:, None, :]).to(torch.uint8)
-        eq = torch.cat([eq, eq.new_zeros(rows, 1, length)], dim=1)  # a final all-mismatch step
-        padded = torch.nn.functional.pad(eq, (steps + 1, 0)).contiguous()  # (rows, steps+1, W)
-        width = length + steps + 1
-        # diag[r, i, j] = padded[r, i, j - i + steps + 1] = eq[r, i, j - i]
-        diag = padded.as_strided(
-            (rows, steps + 1, length), (padded.stride(0), width - 1, 1),
-            padded.storage_offset() + steps + 1,
-        )
-        return (1 - diag).argmax(dim=1)  # first mismatch along the diagonal = match length
+        """M from scratch (see :func:`recompute_lengths`)."""
+        return recompute_lengths(generated, src)
 
     def _previous_lengths(self, input_ids: Any) -> Any:
         """P (rows × source length, float32): P[:, j] = M[:, j − 1], P[:, 0] = 0.
@@ -290,10 +351,9 @@ class AbstractivenessProcessor(LogitsProcessor):
             )
             same = diff.abs_().sum(dim=-1) == 0  # token ids are small: no overflow
             parent = same.to(torch.uint8).argmax(dim=-1).view(rows) + example * beams
-            m = (prev_p[parent] + 1) * (src == generated[:, -1:])
+            shifted = extend_lengths(prev_p[parent], src, generated[:, -1:])
         else:
-            m = self._recompute(generated, src).to(torch.float32)
-        shifted = torch.nn.functional.pad(m[:, :-1], (1, 0))
+            shifted = shift_lengths(recompute_lengths(generated, src))
         self._state = (rows, steps, device, generated.clone(), shifted)
         return shifted
 
@@ -308,17 +368,9 @@ class AbstractivenessProcessor(LogitsProcessor):
 
     def _reduced(self, input_ids: Any) -> Any:
         """(rows × unique source tokens) increment per distinct source token."""
-        import torch
 
-        rows = input_ids.shape[0]
-        _, inv, uniq, _, offset = self._row_tensors(input_ids.device, rows)
-        previous = self._previous_lengths(input_ids)
-        # Δ for length l = P + 1 is coef · (2l − 1) = coef · (2P + 1), monotone in P: the
-        # longest alignment (penalty, reward_longest) is the largest P, the shortest the smallest
-        reduced = torch.zeros((rows, uniq.shape[1] + 1), dtype=torch.float32, device=previous.device)
-        reduced.scatter_reduce_(1, inv, previous, self.reduce, include_self=False)
-        # coef · (2P + 1) in token columns, 0 in padding columns (which point at token 0)
-        return torch.addcmul(offset, reduced, offset, value=2.0)[:, :-1]
+        _, inv, _, _, offset = self._row_tensors(input_ids.device, input_ids.shape[0])
+        return reduced_increments(self._previous_lengths(input_ids), inv, offset, self.reduce)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         """Return ``scores`` plus the abstractiveness increments (a new tensor)."""

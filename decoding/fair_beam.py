@@ -28,7 +28,9 @@ target t plays the metric's source share s_v, and q the metric's summary share t
    shares q = c / Σ c (uniform when there is no content, as in FairSumm) and
    kept, like in plain beam search, if they beat the worst of the k finished ones.
 
-The k finished hypotheses are returned best J first. β = 0 takes exactly the
+The k finished hypotheses are returned best J first (the ranking and the beam
+bookkeeping are :mod:`evenhand.decoding.beam_rank`, shared with the engine-agnostic
+step loop of :mod:`evenhand.decoding.beam_steps`). β = 0 takes exactly the
 steps of transformers' ``_beam_search`` (same token ids, tested).
 
 Meaning level (``FairBeamSettings.meaning``, weight W, :mod:`evenhand.decoding.meaning`):
@@ -46,14 +48,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.fairsumm import unfair_error_rate
-from .group_coverage import (
-    DEFAULT_PRIOR,
-    DEFAULT_TAU,
-    group_counts,
-    observed_shares,
-    smoothed_shares,
-)
+from .beam_rank import BeamConfig, BeamState, beam_step, finish, keep_alive_order
+from .group_coverage import DEFAULT_PRIOR, DEFAULT_TAU
 from .group_vocab import GroupTables
 
 
@@ -92,34 +88,8 @@ class FairBeamSettings:
             raise ValueError(f"`pool` must be a positive int, got {self.pool!r}")
 
 
-def _keep_alive_order(
-    hits: Any, shares: Any, target: Any, present: Any, tau: float, k: int, alive: Any = None
-) -> Any:
-    """Indices (B, k) of the running beams among a pool already sorted by rank.
-
-    Tiers, each in rank order: the best unfinished candidate, then the best
-    candidate representing each group the best one under-represents, then the
-    other unfinished candidates, then finished ones. ``alive`` (B, P) marks candidates
-    that may be reserved (default: all; the search excludes those of dead beams).
-    """
-    import torch
-
-    unfinished = ~hits
-    best = unfinished.to(torch.int8).argmax(dim=1)  # first unfinished: the pool is rank-sorted
-    threshold = tau * target  # (B, 1, G)
-    best_shares = shares.gather(1, best[:, None, None].expand(-1, 1, shares.shape[-1]))[:, 0]
-    needy = present[:, 0] & (best_shares < threshold[:, 0])  # (B, G)
-    serves = (shares >= threshold) & unfinished[..., None]  # (B, P, G)
-    if alive is not None:
-        serves = serves & alive[..., None]
-    champion = serves.to(torch.int8).argmax(dim=1)  # (B, G): first serving candidate
-    reserve = needy & serves.any(dim=1)
-    reserved = torch.zeros(hits.shape, device=hits.device).scatter_add(
-        1, champion, reserve.to(torch.float32)
-    )
-    is_best = torch.zeros_like(reserved).scatter(1, best[:, None], 1.0)
-    tier = torch.where(unfinished, 1 + (reserved > 0).to(torch.float32) + 2 * is_best, 0.0)
-    return torch.sort(tier, dim=1, descending=True, stable=True).indices[:, :k]
+#: The keep-alive rule (kept under its old name for callers of this module).
+_keep_alive_order = keep_alive_order
 
 
 def fair_beam_search(
@@ -154,187 +124,59 @@ def fair_beam_search(
         raise ValueError("fair beam search returns token ids only; drop `return_dict_in_generate`")
     if synced_gpus:
         raise ValueError("fair beam search does not support `synced_gpus`")
-    tables, beta, meaning = fair_beam.tables, float(fair_beam.beta), fair_beam.meaning
-    steer = beta > 0 or meaning is not None
-
     pad_token_id = generation_config._pad_token_tensor
     eos_token_id = generation_config._eos_token_tensor
-    early_stopping = generation_config.early_stopping
-    length_penalty = generation_config.length_penalty
-    max_length = generation_config.max_length
     num_beams = generation_config.num_beams
-    num_return_sequences = generation_config.num_return_sequences
-
     batch_size_unflattened, cur_len = input_ids.shape[:2]
     batch_size = batch_size_unflattened // num_beams
-    if tables.target.shape[0] != batch_size:
+    if fair_beam.tables.target.shape[0] != batch_size:
         raise ValueError(
-            f"`fair_beam.tables` hold {tables.target.shape[0]} examples but the batch has {batch_size}"
+            f"`fair_beam.tables` hold {fair_beam.tables.target.shape[0]} examples but the batch has {batch_size}"
         )
-    decoder_prompt_len = cur_len
-    device = input_ids.device
-    n_eos_tokens = eos_token_id.shape[0] if eos_token_id is not None else 0
-    beams_to_keep = max(2, 1 + n_eos_tokens) * num_beams
-    target = tables.target[:, None, :].to(device)
-    present = tables.present[:, None, :].to(device)
-    member = tables.member.to(device)
-
-    output_fill_value = pad_token_id or eos_token_id[0] if eos_token_id is not None else -1
-    running_sequences = torch.full(
-        (batch_size, num_beams, max_length), fill_value=output_fill_value, dtype=torch.int64, device=device
+    config = BeamConfig(
+        num_beams=num_beams, max_length=generation_config.max_length, prompt_len=cur_len,
+        length_penalty=generation_config.length_penalty, early_stopping=generation_config.early_stopping,
+        num_return_sequences=generation_config.num_return_sequences,
+        n_eos=eos_token_id.shape[0] if eos_token_id is not None else 0,
     )
-    running_sequences[:, :, :cur_len] = model._unflatten_beam_dim(input_ids, batch_size, num_beams)
-    sequences = running_sequences.detach().clone()
-    running_beam_scores = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
-    running_beam_scores[:, 1:] = -1e9
-    beam_scores = torch.full((batch_size, num_beams), fill_value=-1e9, dtype=torch.float, device=device)
-    is_sent_finished = torch.zeros((batch_size, num_beams), dtype=torch.bool, device=device)
-    is_early_stop_heuristic_unsatisfied = torch.ones((batch_size, 1), dtype=torch.bool, device=device)
-    hits = torch.zeros((batch_size, num_beams), dtype=torch.bool, device=device)
-    running_beam_indices = torch.full(
-        (batch_size, num_beams, max_length - cur_len), fill_value=-1, dtype=torch.int32, device=device
-    )
-    beam_indices = running_beam_indices.detach().clone()
-    running_meaning = torch.zeros((batch_size, num_beams), dtype=torch.float, device=device)
-    batch_offset = torch.arange(batch_size, device=device)[:, None] * num_beams
+    fill = pad_token_id or eos_token_id[0] if eos_token_id is not None else -1
+    state = BeamState.start(model._unflatten_beam_dim(input_ids, batch_size, num_beams)[:, 0], config, int(fill))
 
-    flat_running_sequences = input_ids
-    this_peer_finished = False
-    # the prefill's outputs serve the first step; each later step runs the model on the beams
+    def stop(candidates: Any) -> Any:
+        b, p = candidates.shape[:2]
+        return stopping_criteria(candidates.reshape(b * p, -1), None).view(b, p)
+
+    flat_running = input_ids
+    prefill_consumed = False
+    done = False
     model_outputs: Any = model._prefill(
         input_ids, generation_config, model_kwargs, is_first_iteration=not generation_config.is_assistant
     )
-    while model._has_unfinished_sequences(this_peer_finished, synced_gpus, device=device):
-        if model_outputs is None:
-            flat_running_sequences = model._flatten_beam_dim(running_sequences[:, :, :cur_len])
+    while not done:
+        if prefill_consumed:
+            flat_running = model._flatten_beam_dim(state.running[:, :, : state.cur_len])
             next_sequence_length = 1 if model_kwargs["use_cache"] else None
             model_inputs = model.prepare_inputs_for_generation(
-                flat_running_sequences, next_sequence_length=next_sequence_length, **model_kwargs
+                flat_running, next_sequence_length=next_sequence_length, **model_kwargs
             )
             model_outputs = model(**model_inputs, return_dict=True)
         model_kwargs = model._update_model_kwargs_for_generation(
             model_outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
         )
-        logits = model_outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=device)
-        log_probs = logits_processor(flat_running_sequences, nn.functional.log_softmax(logits, dim=-1))
-        model_outputs = None  # free the logits before the step's bookkeeping
-        vocab_size = log_probs.shape[-1]
+        logits = model_outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
+        log_probs = logits_processor(flat_running, nn.functional.log_softmax(logits, dim=-1))
+        model_outputs = None  # free the logits before the step
         log_probs = model._unflatten_beam_dim(log_probs, batch_size, num_beams)
-        log_probs = log_probs + running_beam_scores[:, :, None]
-        log_probs = torch.reshape(log_probs, (batch_size, -1))
-
-        # 1. candidate pool (plain beam search: its 2k best continuations)
-        pool = beams_to_keep if not steer else min(fair_beam.pool * beams_to_keep, num_beams * vocab_size)
-        pool_lp, pool_seqs, pool_beam_idx = model._get_top_k_continuations(
-            accumulated_log_probs=log_probs,
-            running_sequences=running_sequences,
-            running_beam_indices=running_beam_indices,
-            cur_len=cur_len,
-            decoder_prompt_len=decoder_prompt_len,
-            do_sample=False,
-            beams_to_keep=pool,
-            num_beams=num_beams,
-            batch_size=batch_size,
-        )
-        # 2. re-rank by log p + n^λ (β F − W M) (partial shares, meaning penalty M);
-        #    finished ones by J (observed shares; M enters at the final rerank)
-        rank = finish_scores = pool_lp
-        partial: Any = None  # set when steering; read only when β > 0 (which implies steering)
-        pool_meaning: Any = None  # set when steering; read only with a meaning term
-        if steer:
-            n_gen = cur_len + 1 - decoder_prompt_len
-            scale = n_gen**length_penalty
-            generated = pool_seqs[:, :, decoder_prompt_len : cur_len + 1]
-            counts = group_counts(member, generated.reshape(batch_size * pool, -1)).view(batch_size, pool, -1)
-            partial = smoothed_shares(counts, target, fair_beam.prior)
-            rank = pool_lp - beta * scale * unfair_error_rate(target, partial, present)
-            pool_meaning = torch.zeros_like(pool_lp)
-            if meaning is not None:
-                if n_gen % meaning.every == 0:
-                    pool_meaning = meaning.penalty(generated)
-                else:  # between checks a candidate keeps its parent beam's M
-                    parent = pool_beam_idx[:, :, cur_len - decoder_prompt_len].long() - batch_offset
-                    pool_meaning = running_meaning.gather(1, parent)
-                rank = rank - meaning.weight * scale * pool_meaning
-            order = torch.sort(rank, dim=1, descending=True, stable=True).indices
-            pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial, pool_meaning = (
-                model._gather_beams(t, order)
-                for t in (pool_lp, pool_seqs, pool_beam_idx, rank, counts, partial, pool_meaning)
-            )
-            if beta > 0:
-                observed = observed_shares(counts, present)
-                finish_scores = pool_lp - beta * scale * unfair_error_rate(target, observed, present)
-
-        hits = stopping_criteria(model._flatten_beam_dim(pool_seqs[:, :, : cur_len + 1]), None)
-        hits = model._unflatten_beam_dim(hits, batch_size, pool)
-
-        # 3. running beams
-        running_pool_lp = pool_lp + hits.to(torch.float32) * -1.0e9
-        if beta > 0 and fair_beam.keep_alive:
-            keep = _keep_alive_order(
-                hits, partial, target, present, fair_beam.tau, num_beams, alive=pool_lp > -1e8
-            )
-        else:
-            keep = torch.topk(rank + hits.to(torch.float32) * -1.0e9, k=num_beams)[1]
-        running_sequences = model._gather_beams(pool_seqs, keep)
-        running_beam_scores = model._gather_beams(running_pool_lp, keep)
-        running_beam_indices = model._gather_beams(pool_beam_idx, keep)
-        if meaning is not None:
-            running_meaning = model._gather_beams(pool_meaning, keep)
-
-        # 4. finished hypotheses: the top k of the pool that just finished, scored by J
-        top_mask = torch.zeros(pool, dtype=torch.bool, device=device)
-        top_mask[:num_beams] = True
-        sequences, beam_scores, beam_indices, is_sent_finished = model._update_finished_beams(
-            sequences=sequences,
-            topk_running_sequences=pool_seqs,
-            beam_scores=beam_scores,
-            topk_log_probs=finish_scores,
-            beam_indices=beam_indices,
-            topk_running_beam_indices=pool_beam_idx,
-            is_early_stop_heuristic_unsatisfied=is_early_stop_heuristic_unsatisfied,
-            is_sent_finished=is_sent_finished,
-            next_token_hits_stopping_criteria=hits,
-            top_num_beam_mask=top_mask,
-            num_beams=num_beams,
-            cur_len=cur_len,
-            decoder_prompt_len=decoder_prompt_len,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-        )
+        done, parents = beam_step(state, config, fair_beam, log_probs, stop)
 
         if any(cache_key in model_kwargs for cache_key in ALL_CACHE_NAMES):
             cache_key = next(cache_key for cache_key in ALL_CACHE_NAMES if cache_key in model_kwargs)
-            beam_idx = model._flatten_beam_dim(running_beam_indices[..., cur_len - decoder_prompt_len])
             if hasattr(model, "_reorder_cache"):
-                model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], beam_idx)
+                model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], parents)
             elif hasattr(model_kwargs[cache_key], "reorder_cache"):
-                model_kwargs[cache_key].reorder_cache(beam_idx)
+                model_kwargs[cache_key].reorder_cache(parents)
             else:
                 raise ValueError(f"{type(model).__name__} cannot reorder its cache for beam search")
 
-        cur_len = cur_len + 1
-        # F <= 0, so the best running log p / n^λ bounds the J a running beam can reach
-        is_early_stop_heuristic_unsatisfied = model._check_early_stop_heuristic(
-            is_early_stop_heuristic_unsatisfied=is_early_stop_heuristic_unsatisfied,
-            running_beam_scores=running_beam_scores.max(dim=1, keepdim=True).values,
-            beam_scores=beam_scores,
-            is_sent_finished=is_sent_finished,
-            cur_len=cur_len,
-            max_length=max_length,
-            decoder_prompt_len=decoder_prompt_len,
-            early_stopping=early_stopping,
-            length_penalty=length_penalty,
-        )
-        this_peer_finished = not model._beam_search_has_unfinished_sequences(
-            is_early_stop_heuristic_unsatisfied, is_sent_finished, hits, early_stopping
-        )
-
-    if meaning is not None:  # final rerank of the finished hypotheses by J − W · Equal Coverage
-        ec = meaning.final_ec(sequences[:, :, decoder_prompt_len:])
-        order = torch.sort(beam_scores - meaning.weight * ec, dim=1, descending=True, stable=True).indices
-        sequences, beam_indices = model._gather_beams(sequences, order), model._gather_beams(beam_indices, order)
-    sequences = model._flatten_beam_dim(sequences[:, :num_return_sequences, :])
-    beam_indices = model._flatten_beam_dim(beam_indices[:, :num_return_sequences, :])
-    max_generated_length = ((beam_indices + 1).bool()).sum(dim=1).max()
-    return sequences[:, : decoder_prompt_len + max_generated_length]
+    sequences, lengths = finish(state, config, fair_beam)
+    return sequences[:, : config.prompt_len + lengths.max()]

@@ -195,9 +195,10 @@ def generate(
     """Write one summary per example.
 
     Args:
-        model: a causal or seq2seq transformers model (``load_generator``), or a
+        model: a causal or seq2seq transformers model (``load_generator``), a
             ``ServerClient`` (``decoding.server``: sampling through an OpenAI-compatible
-            server; logits processors then raise DataError).
+            server; evenhand's processors only on a vLLM server that loads them), or a
+            ``VllmEngine`` (``decoding.vllm_engine``: in-process vLLM, ``--engine vllm``).
         tokenizer: its tokenizer (unused for a server).
         examples: the inputs.
         config: decoding settings (default ``GenerateConfig()``).
@@ -224,6 +225,12 @@ def generate(
         from .server_generate import generate_via_server
 
         return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
+    from .vllm_engine import VllmEngine
+
+    if isinstance(model, VllmEngine):  # --engine vllm: decoding/vllm_generate.py
+        from .vllm_generate import generate_via_vllm
+
+        return generate_via_vllm(model, examples, config, processor_builders, progress, on_batch)
     import torch
     from transformers import LogitsProcessorList
 

@@ -69,6 +69,21 @@ def relative_deficit(shares: Any, target: Any, tau: float = DEFAULT_TAU) -> Any:
     return torch.where(threshold > 0, deficit, torch.zeros_like(deficit))
 
 
+def coverage_bonus(
+    counts: Any, target: Any, specificity: Any, alpha: float | Any,
+    tau: float | Any = DEFAULT_TAU, prior: float | Any = DEFAULT_PRIOR,
+) -> Any:
+    """α·Σ_g u_g·S[g, v] for rows grouped by example.
+
+    ``counts`` (B, R, G) c of each row, ``target`` (B, 1, G) t, ``specificity``
+    (B, G, V) S (dense over the vocabulary in-process; over an example's own K
+    content tokens in vLLM): returns (B, R, V) in S's dtype. ``alpha``, ``tau`` and
+    ``prior`` are floats, or (B, 1, 1) tensors of per-example values (vLLM).
+    """
+    deficit = relative_deficit(smoothed_shares(counts, target, prior), target, tau)
+    return alpha * (deficit.to(specificity.dtype) @ specificity)
+
+
 class GroupCoverageProcessor(LogitsProcessor):
     """Add α·Σ_g u_g·S[g, v] to the scores of tokens of under-represented groups.
 
@@ -134,6 +149,9 @@ class GroupCoverageProcessor(LogitsProcessor):
                 f"scores have {scores.shape[-1]} logits but the group tables {v}; build the "
                 "tables with the model's output size"
             )
-        deficit = self.deficits(input_ids).view(b, -1, g)
-        bonus = deficit.to(self.tables.specificity.dtype) @ self.tables.specificity  # (B, R, V)
-        return scores + self.alpha * bonus.view_as(scores).to(scores.dtype)
+        tables = self.tables
+        counts = group_counts(tables.member, input_ids[:, self.generated_start :]).view(b, -1, g)
+        bonus = coverage_bonus(
+            counts, tables.target[:, None, :], tables.specificity, self.alpha, self.tau, self.prior
+        )  # (B, R, V)
+        return scores + bonus.view_as(scores).to(scores.dtype)

@@ -6,7 +6,7 @@ selects a server instead of an in-process model::
     http://HOST:PORT/v1              the first model of the server's /v1/models
     http://HOST:PORT/v1#MODEL_NAME   that model (vLLM serves several under one URL)
 
-``ServerClient`` posts chat-completion requests with at most
+``ServerClient`` posts chat-completion (and completion) requests with at most
 ``max_concurrency`` in flight (threads over one ``httpx.Client``), a timeout
 per request, and retries with exponential backoff (``backoff * 2**attempt``
 seconds, or the server's ``Retry-After``) on HTTP 429 and 5xx and on dropped
@@ -116,17 +116,23 @@ class ServerClient:
     Args:
         url: ``http://HOST:PORT/v1`` or ``http://HOST:PORT/v1#MODEL_NAME``.
         config: concurrency, timeout, retries (default ``ServerConfig()``).
+        processors: the server is a vLLM server started with evenhand's logits processors
+            (``--server-processors``): ``generate`` sends abstractiveness and the
+            group-coverage bonus as ``vllm_xargs`` (checked by one probe request first).
 
     Nothing is sent until the first request: constructing a client validates the URL only.
     """
 
-    def __init__(self, url: str, config: ServerConfig | None = None) -> None:
+    def __init__(self, url: str, config: ServerConfig | None = None, processors: bool = False) -> None:
+        self.processors = processors
         self.url = ServerUrl.parse(url)
         self.config = config or ServerConfig()
         self.stats = ClientStats()
         self._model = self.url.model
         self._http: Any = None
         self._lock = threading.Lock()
+        self._entry: dict[str, Any] | None = None
+        self._processors: bool | None = None
 
     # -- identity ----------------------------------------------------------------
     @property
@@ -155,14 +161,52 @@ class ServerClient:
         At most ``config.max_concurrency`` requests are in flight. The first
         failure (after its retries) cancels the requests not yet sent and raises.
         """
+        return self._post_all("/chat/completions", payloads)
+
+    def completions(self, payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """POST each payload to ``/completions`` (``model`` filled in); as :meth:`chat`."""
+        return self._post_all("/completions", payloads)
+
+    def model_entry(self) -> dict[str, Any]:
+        """The served model's entry of ``/models`` (vLLM: ``root`` = the folder or id it loaded,
+        ``max_model_len``); empty when the server lists no such entry."""
+        if self._entry is None:
+            listing = self._request("GET", "/models", None)
+            data = listing.get("data") if isinstance(listing, dict) else None
+            entries = [d for d in data or [] if isinstance(d, dict) and d.get("id") == self.model]
+            self._entry = entries[0] if entries else {}
+        return self._entry
+
+    def runs_evenhand_processors(self) -> bool:
+        """Whether the server runs ``evenhand.vllm:EvenhandLogitsProcessor`` (asked once).
+
+        One probe request (1 token) whose ``vllm_xargs`` carries ``{"probe": 1}``: the
+        processor refuses it with a message naming evenhand (HTTP 400); a server without
+        it ignores the unknown argument and answers.
+        """
+        if self._processors is None:
+            from .vllm_args import KEY, PROBE_MARK
+
+            body = {"model": self.model, "prompt": "probe", "max_tokens": 1, "temperature": 0.0,
+                    "vllm_xargs": {KEY: '{"probe":1}'}}
+            try:
+                self._request("POST", "/completions", body)
+                self._processors = False
+            except DataError as err:
+                if PROBE_MARK not in str(err):
+                    raise
+                self._processors = True
+        return self._processors
+
+    def _post_all(self, path: str, payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if not payloads:
             return []
         model = self.model
         bodies = [{"model": model, **p} for p in payloads]
         if len(bodies) == 1 or self.config.max_concurrency == 1:
-            return [self._request("POST", "/chat/completions", b) for b in bodies]
+            return [self._request("POST", path, b) for b in bodies]
         with ThreadPoolExecutor(max_workers=min(self.config.max_concurrency, len(bodies))) as pool:
-            futures = [pool.submit(self._request, "POST", "/chat/completions", b) for b in bodies]
+            futures = [pool.submit(self._request, "POST", path, b) for b in bodies]
             try:
                 return [f.result() for f in futures]
             except BaseException:

@@ -24,7 +24,16 @@ parameters. What a server cannot do:
 - **logits processors** (``abstractiveness``, ``extractiveness``, fair decoding
   ``fairness_strength``/``fair_beam``, any ``processor_builders``): the OpenAI
   API runs no client code between decoding steps, so these raise ``DataError``
-  before any request (docs/serving.md describes the vLLM-side plan);
+  before any request — unless the client says the server is a vLLM server started
+  with ``--logits-processors evenhand.vllm:EvenhandLogitsProcessor``
+  (``ServerClient(url, processors=True)``, the CLI's ``--server-processors``; one
+  probe request, ``ServerClient.runs_evenhand_processors``, checks it): then ``abstractiveness``,
+  ``extractiveness`` and ``fairness_strength`` run there (``fair_beam`` and
+  ``processor_builders`` still raise). Such requests go to ``/completions`` with the
+  in-process templated prompt as token ids (response prefix included), the
+  decoding settings of ``decoding/vllm_generate.py`` and evenhand's settings in
+  ``vllm_xargs``; the served model's tokenizer must be loadable here (its
+  ``/models`` ``root``: a folder or cached HF id);
 - **beam search** (``num_beams > 1`` without sampling) runs as greedy decoding,
   and ``no_repeat_ngram_size`` is not applied (neither engine has it): both with
   a warning;
@@ -53,17 +62,40 @@ _WHY = (
 )
 
 
-def check_server_config(config: Any, processor_builders: Sequence[Any] = ()) -> None:
+_UNLESS = (
+    "; a vLLM server started with `--logits-processors evenhand.vllm:EvenhandLogitsProcessor` "
+    "runs them: pass --server-processors"
+)
+
+
+def needs_processors(config: Any) -> bool:
+    """Whether ``config`` needs evenhand's processors on the server (abstractiveness, α)."""
+    return (
+        config.abstractiveness is not None or config.extractiveness is not None
+        or (config.fairness is not None and config.fairness_strength > 0)
+    )
+
+
+def check_server_config(
+    config: Any, processor_builders: Sequence[Any] = (), processors: bool = False
+) -> None:
     """Raise ``DataError`` if ``config`` needs what a server cannot do (see the module docstring).
 
-    Call it before any request: it reads the config only.
+    Call it before any request: it reads the config only. ``processors``: the server
+    runs evenhand's vLLM processors (abstractiveness and ``fairness_strength`` allowed).
     """
+    if processors:
+        from .vllm_generate import check_vllm_config
+
+        check_vllm_config(config, processor_builders)
+        return
     if config.abstractiveness is not None or config.extractiveness is not None:
         name = "abstractiveness" if config.abstractiveness is not None else "extractiveness"
-        raise DataError(f"`{name}` cannot run through a server URL: {_WHY}")
+        raise DataError(f"`{name}` cannot run through a server URL: {_WHY}{_UNLESS}")
     if config.fairness_strength > 0 or config.fair_beam > 0:
         raise DataError(
             "fair decoding (`fairness_strength`/`fair_beam`) cannot run through a server URL: " + _WHY
+            + (_UNLESS if config.fair_beam == 0 else "")
         )
     if processor_builders:
         raise DataError(f"`processor_builders` cannot run through a server URL: {_WHY}")
@@ -131,6 +163,8 @@ def generate_via_server(
     """
     from .generate import SummaryCollector
 
+    if client.processors and needs_processors(config) and not processor_builders:
+        return generate_with_processors(client, examples, config, progress, on_batch)
     check_server_config(config, processor_builders)
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
@@ -156,4 +190,87 @@ def reply_text(response: dict[str, Any], client: ServerClient) -> str:
         raise DataError(
             f"server {client.url.base} answered a chat completion without choices[0].message.content: "
             f"{str(response)[:200]}"
+        ) from None
+
+
+def require_processors(client: ServerClient) -> None:
+    """Raise today's refusal (``DataError``) unless the server runs evenhand's processors."""
+    if not client.runs_evenhand_processors():
+        raise DataError(
+            f"server {client.url.base} does not run evenhand's logits processors (--server-processors "
+            "was given): start vLLM with `--logits-processors evenhand.vllm:EvenhandLogitsProcessor` "
+            "(docs/serving.md), or drop the option and the processors"
+        )
+
+
+def server_tokenizer(client: ServerClient) -> Any:
+    """The served model's tokenizer, loaded here from its ``/models`` ``root`` (folder or cached id)."""
+    from .models import load_tokenizer
+
+    root = str(client.model_entry().get("root") or client.model)
+    try:
+        tokenizer = load_tokenizer(root)
+    except (DataError, OSError, ValueError) as err:
+        raise DataError(
+            f"server {client.url.base}: the served model's tokenizer {root!r} is not available here "
+            f"({' '.join(str(err).split())[:160]}); evenhand's processors need the prompt's token ids: "
+            "copy the model folder (or its tokenizer files) to the same path here, or cache the HF id"
+        ) from None
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def generate_with_processors(
+    client: ServerClient,
+    examples: Sequence[Example],
+    config: Any,
+    progress: bool = True,
+    on_batch: Callable[[list[Example], list[str]], None] | None = None,
+) -> list[str]:
+    """``generate_via_server`` for a vLLM server running evenhand's processors (``/completions``)."""
+    from .fair_decoding import check_examples
+    from .generate import SummaryCollector
+    from .vllm_generate import prepared_prompts, request_extra, sampling_values, warn_greedy
+
+    check_server_config(config, processors=True)
+    for i, ex in enumerate(examples):
+        ex.validate(f"examples[{i}]")
+    check_examples(examples, config)
+    require_processors(client)
+    warn_greedy(config)
+    tokenizer = server_tokenizer(client)
+    entry = client.model_entry()
+    limit = entry.get("max_model_len") if isinstance(entry.get("max_model_len"), int) else None
+    vocab = len(tokenizer)
+    size = max(config.batch_size, client.config.max_concurrency)
+    summaries = SummaryCollector(len(examples), config, on_batch, progress)
+    for start in range(0, len(examples), size):
+        batch = list(examples[start : start + size])
+        prepared = prepared_prompts(tokenizer, batch, config, limit)
+        payloads = []
+        for k, (ex, (text, ids, _)) in enumerate(zip(batch, prepared)):
+            body = {"prompt": ids, **sampling_values(config, tokenizer, start + k), "return_token_ids": True}
+            extra = request_extra(config, tokenizer, ex, text, ids, vocab)
+            if extra:
+                body["vllm_xargs"] = extra
+            payloads.append(body)
+        texts = []
+        for response, (_, _, prefix) in zip(client.completions(payloads), prepared):
+            choice = _first_choice(response, client)
+            ids = choice.get("token_ids")
+            text = tokenizer.decode(ids, skip_special_tokens=True) if isinstance(ids, list) else str(choice.get("text") or "")
+            texts.append((prefix + text).strip())
+        summaries.add(batch, texts)
+    return summaries.close()
+
+
+def _first_choice(response: dict[str, Any], client: ServerClient) -> dict[str, Any]:
+    try:
+        choice = response["choices"][0]
+        if not isinstance(choice, dict):
+            raise TypeError
+        return choice
+    except (KeyError, IndexError, TypeError):
+        raise DataError(
+            f"server {client.url.base} answered a completion without choices[0]: {str(response)[:200]}"
         ) from None

@@ -106,6 +106,12 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "default": "smollm2-135m-instruct",
         "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
     }),
+    "engine": ("--engine", {
+        "default": "transformers", "choices": ("transformers", "vllm"),
+        "help": "Decoding engine: transformers (in-process, default) or vllm (in-process vLLM with "
+        "evenhand's logits processors: greedy instead of beam search, no fair beam search; needs "
+        "vLLM: `make setup-vllm`, docs/serving.md).",
+    }),
     "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
     "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
     "no_resume": ("--no-resume", {

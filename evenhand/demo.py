@@ -156,8 +156,13 @@ def evenhand_summary(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
         fairness=config.fairness, fairness_strength=config.fairness_strength, seed=config.seed,
     )
+    from evenhand.decoding.vllm_engine import VllmEngine
+
     candidates = []
-    for beta in config.fair_beams:
+    if isinstance(model, VllmEngine):  # fair beam search is in-process only: greedy λ + α on vLLM
+        text = generate(model, tokenizer, [example], GenerateConfig(num_beams=1, **shared), progress=False)[0]
+        candidates.append({"text": text, "recipe": "greedy λ+α (vllm)", "index": 0})
+    for beta in () if isinstance(model, VllmEngine) else config.fair_beams:
         beam = GenerateConfig(num_beams=4, fair_beam=beta, **shared)
         text = generate(model, tokenizer, [example], beam, progress=False)[0]
         candidates.append({"text": text, "recipe": f"fair-beam β={beta:g}", "index": len(candidates)})
@@ -324,15 +329,26 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.out:  # before the model loads: a minute of work is not lost to a bad --out
         check_demo_outputs(args.out)
     check_local(args.model)
+    engine = getattr(args, "engine", "transformers")
+    from evenhand.decoding.vllm_engine import check_engine
+
+    check_engine(engine, args.model)
     config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
                         candidates=args.candidates)
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
-    model, tokenizer = load_generator(args.model)
+    if engine == "vllm":  # vLLM decodes; the scorers load their own in-process copy
+        from evenhand.decoding.vllm_engine import VllmEngine
+
+        model = VllmEngine(args.model)
+        tokenizer = model.tokenizer
+    else:
+        model, tokenizer = load_generator(args.model)
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
     floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
-    for scorer in (composite, *floor_scorers.values()):  # score with the loaded generator, no second copy
-        share_model(scorer, model, tokenizer, args.model)
-    plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
+    for scorer in (composite, *floor_scorers.values()) if engine != "vllm" else ():
+        share_model(scorer, model, tokenizer, args.model)  # score with the loaded generator, no second copy
+    plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed,
+                                  num_beams=1 if engine == "vllm" else 4)
     rows = []
     for ex in examples:
         ex.require_groups(f"demo example {ex.id!r}")
@@ -345,7 +361,10 @@ def _run_demo(args: argparse.Namespace) -> int:
             side: {"selection": selection_scores(candidates[i]), "checks": independent_checks(ex, text)}
             for side, i, text in (("plain", -1, plain), ("evenhand", kept, fair))
         }
-        print(_side_by_side("PLAIN (beam search)", "EVENHAND (λ4 + fair beam + rerank)"))
+        print(_side_by_side(
+            "PLAIN (beam search)" if engine != "vllm" else "PLAIN (greedy, vllm)",
+            "EVENHAND (λ4 + fair beam + rerank)" if engine != "vllm" else "EVENHAND (λ4 + α + rerank, vllm)",
+        ))
         print(_side_by_side("-" * 44, "-" * 44))
         print(_side_by_side(plain, fair))
         print()

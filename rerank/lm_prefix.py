@@ -10,8 +10,9 @@ prefix, so every row equals an unpadded forward of its own prefix + continuation
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from ..decoding.server import ServerClient, ServerConfig, is_server_url
@@ -185,12 +186,35 @@ def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Se
     return [picked[row, : len(s)] for row, s in enumerate(suffix_ids_list)]
 
 
+#: The engines an LM-backed scorer runs on.
+ENGINES = ("transformers", "vllm")
+_VLLM_ENGINES: dict[str, Any] = {}
+
+
+def vllm_engine_for(model: str) -> Any:
+    """One in-process ``VllmEngine`` per model name, shared by every scorer of this process."""
+    if model not in _VLLM_ENGINES:
+        from ..decoding.vllm_engine import VllmEngine  # pyright: ignore[reportMissingImports]
+
+        _VLLM_ENGINES[model] = VllmEngine(model)
+    return _VLLM_ENGINES[model]
+
+
 @dataclass
 class LmBackedConfig(ScorerConfig):
     """Settings every LM-backed scorer has (the judges, the LM-likelihood scorers)."""
 
     model: str = field(default="smollm2-135m-instruct", metadata={"help": "Judge or (causal or seq2seq) LM: embedded alias, local folder or cached HF id."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+    engine: str = field(
+        default="transformers",
+        metadata={"help": "transformers (in-process) or vllm (an in-process vLLM engine: prompt log-probs, generation)."},
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.engine not in ENGINES:
+            raise ValueError(f"`engine` must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 LmBackedConfigT = TypeVar("LmBackedConfigT", bound=LmBackedConfig)
@@ -230,6 +254,19 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
             )
             self.server = ServerClient(self.config.model, server)
 
+    @property
+    def on_vllm(self) -> bool:
+        """Whether this scorer reads an in-process vLLM engine (``config.engine == "vllm"``)."""
+        return getattr(self.config, "engine", "transformers") == "vllm" and self.server is None
+
+    def _fingerprint(self) -> str:
+        # the engine keys the cache only when it is not the default (older caches stay valid)
+        skip = {"batch_size", "progress", "target_only", "max_concurrency", "timeout"}
+        if not self.on_vllm:
+            skip.add("engine")
+        settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
+        return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
+
     def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
         """Score with an already loaded model (``name`` keys the cache); returns self."""
         self._model, self._tokenizer, self._model_name = model, tokenizer, name
@@ -243,7 +280,11 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
     def _load(self) -> tuple[Any, Any]:
         if self.server is not None:
             raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
-        if self._model is None:
+        if self._model is None and self.on_vllm:
+            config: Any = self.config
+            engine = vllm_engine_for(config.model)
+            self._model, self._tokenizer = engine, engine.tokenizer
+        elif self._model is None:
             from ..decoding.models import load_generator
 
             self._model, self._tokenizer = load_generator(self.config.model, device=self.config.device)

@@ -53,7 +53,7 @@ def imported_modules(path: Path, package: str | None = None) -> list[tuple[int, 
 
 
 def python_files() -> list[Path]:
-    skip = {".venv", ".git", "build"}
+    skip = {".venv", ".venv-vllm", ".git", "build"}
     return [p for p in ROOT.rglob("*.py") if not skip & set(p.relative_to(ROOT).parts)]
 
 

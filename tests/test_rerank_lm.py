@@ -243,3 +243,31 @@ def test_packed_continuations_equal_padded_ones_and_unpadded_forwards(tiny_causa
         assert torch.allclose(got, direct, atol=1e-4)
         assert torch.allclose(got, padded[row, : len(suffix)], atol=1e-4)
         start, row = start + len(suffix), row + 1
+
+
+def test_lm_scorers_share_their_passes(tiny_causal):
+    """lm-pmi + lm-likelihood + fluency together: the same values as alone, lm-pmi's forward passes only."""
+    model, tok = tiny_causal
+    sources = [SOURCE, SOURCE, [OTHER]]
+    summaries = SUMMARIES[:2] + ["Prices rose."]
+    calls = []
+    hook = model.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        alone, counts = {}, {}
+        for name in NAMES:  # a distinct name per scorer: nothing shared
+            calls.clear()
+            alone[name] = get_scorer(name, progress=False).use_model(model, tok, f"alone-{name}").score(sources, summaries)
+            counts[name] = len(calls)
+        calls.clear()
+        together = _scorers(model, tok, "together")
+        values = {name: together[name].score(sources, summaries) for name in ("lm-pmi", "lm-likelihood", "fluency")}
+        shared = len(calls)
+    finally:
+        hook.remove()
+    for name in NAMES:
+        assert values[name] == alone[name]  # the very same floats
+    # two sources (one prefix + one packed forward each) and one no-source prefix + packed forward
+    assert counts == {"lm-likelihood": 4, "fluency": 2, "lm-pmi": 6}
+    assert shared == counts["lm-pmi"] < sum(counts.values())
+    # pmi is exactly likelihood − fluency of the shared computations
+    assert values["lm-pmi"] == pytest.approx([a - b for a, b in zip(values["lm-likelihood"], values["fluency"])], abs=1e-12)

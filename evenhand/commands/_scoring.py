@@ -51,8 +51,19 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_server_processors_option(parser: argparse.ArgumentParser) -> None:
+    """--server-processors: the --model server is vLLM running evenhand's logits processors."""
+    parser.add_argument(
+        "--server-processors", action="store_true",
+        help="The --model URL is a vLLM server started with `--logits-processors "
+        "evenhand.vllm:EvenhandLogitsProcessor`: --abstractiveness/--extractiveness/--fair-strength "
+        "run there (checked by one probe request; docs/serving.md).",
+    )
+
+
 def server_client(args: argparse.Namespace, url: str) -> Any:
-    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent)."""
+    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent);
+    ``--server-processors`` (generate, rerank) marks a vLLM server running evenhand's processors."""
     from evenhand.decoding.server import ServerClient, ServerConfig
     from evenhand.evaluation.schema import DataError
 
@@ -62,7 +73,7 @@ def server_client(args: argparse.Namespace, url: str) -> Any:
     except ValueError as err:
         raise DataError(str(err).replace("`max_concurrency`", "--max-concurrency")
                         .replace("`timeout`", "--server-timeout")) from None
-    return ServerClient(url, config)
+    return ServerClient(url, config, processors=bool(getattr(args, "server_processors", False)))
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="List the demo examples and exit.")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="Generator model.")
+    from evenhand.args import add_common_options
+
+    add_common_options(parser, "engine")
     parser.add_argument("--max-new-tokens", type=int, default=72, help="Summary length cap.")
     parser.add_argument(
         "--candidates", type=int, default=3, help="Sampled candidates reranked with the fair beam one."

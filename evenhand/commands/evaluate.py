@@ -15,6 +15,7 @@ prints the corpus table. Bad input exits with status 2 and a one-line message.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 NAME = "evaluate"
 HELP = "score summaries (MINT, fragments, FairSumm, ...) and write per-example and corpus tables"
@@ -42,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-example table path (.jsonl); .csv and .corpus.jsonl/.corpus.csv go next to it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--engine", choices=("transformers", "vllm"), default=None,
+        help="Engine of lm-likelihood/lm-pmi/fluency and the llm-* judges: transformers (default) or vllm "
+        "(prompt log-probs and judge prompts through one in-process vLLM engine; needs vLLM).",
+    )
     add_scorer_options(parser)
 
 
@@ -89,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
         from evenhand.evaluation.schema import DataError
 
         raise DataError(f"--metrics lists a metric twice: {', '.join(names)}")
+    if args.engine == "vllm":  # before anything loads: vLLM installed?
+        from evenhand.evaluation.schema import DataError
+
+        if importlib.util.find_spec("vllm") is None:
+            raise DataError("--engine vllm needs vLLM, which is not installed; see docs/serving.md (make setup-vllm)")
     check_outputs(args)
     examples = load_examples(args.data)
     check_lengths(examples, args.data)

@@ -24,13 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
     add_common_options(
-        parser, "model", "limit", "device", "no_resume", "force_resume",
+        parser, "model", "engine", "limit", "device", "no_resume", "force_resume",
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_dataclass_arguments(parser, GenerateConfig)
-    from evenhand.commands._scoring import add_server_options
+    from evenhand.commands._scoring import add_server_options, add_server_processors_option
 
     add_server_options(parser)
+    add_server_processors_option(parser)
     # short spellings of the fairness options (--fair-beam and --fair-prompt are the field names)
     parser.add_argument("--fair", dest="fairness", default=None, help="Same as --fairness.")
     parser.add_argument(
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from evenhand.decoding.models import check_device, check_local, load_generator
     from evenhand.decoding.server import is_server_url
+    from evenhand.decoding.server_generate import needs_processors
+    from evenhand.decoding.vllm_engine import check_engine
+    from evenhand.decoding.vllm_generate import check_vllm_config
     from evenhand.evaluation.checks import check_seed
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.schema import DataError, Example
@@ -69,12 +73,20 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
     check_device(args.device)
-    if is_server_url(args.model):  # before any request or file: processors cannot run on a server
-        from evenhand.decoding.server_generate import check_server_config
+    check_engine(args.engine, args.model)
+    client = None
+    if is_server_url(args.model):  # before any file: what the server cannot do raises here
+        from evenhand.decoding.server_generate import check_server_config, require_processors
 
-        check_server_config(config)
+        processors = args.server_processors and needs_processors(config)
+        check_server_config(config, processors=processors)
+        client = server_client(args, args.model)
+        if processors:  # one probe request: does the server run evenhand's processors?
+            require_processors(client)
     else:
         check_local(args.model)
+        if args.engine == "vllm":
+            check_vllm_config(config, beam_loop=True)
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
     if args.max_concurrency is not None or args.server_timeout is not None:
@@ -84,22 +96,34 @@ def run(args: argparse.Namespace) -> int:
     check_examples(examples, config.parts()["fairness"])  # group labels, before any model loads
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
+    # the engine joins the manifest only when it is not the default (older outputs resume)
+    if args.engine != "transformers":
+        settings_key = {**settings, "engine": args.engine}
+    else:
+        settings_key = settings
     with locked(args.out), contextlib.ExitStack() as stack:  # a second writer on --out exits 2
-        store = open_results(args, "generate", settings)
+        store = open_results(args, "generate", settings_key)
 
         def needed(ex: Example) -> bool:
             return ex.id in wanted and not store.done(ex.id)
 
         todo = pending_batches(every, config.batch_size, needed)
+        if args.engine == "vllm":  # vLLM batches itself: hand it up to 64 examples at once
+            todo = merged_batches(todo, 64)
         remaining = sum(needed(ex) for _, batch in todo for ex in batch)
         if remaining < len(examples):
             print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
         if todo:
-            if is_server_url(args.model):
-                model, tokenizer = server_client(args, args.model), None
+            if client is not None:
+                model, tokenizer = client, None
+            elif args.engine == "vllm":
+                from evenhand.decoding.vllm_engine import VllmEngine
+
+                model = VllmEngine(args.model)
+                tokenizer = model.tokenizer
             else:
                 model, tokenizer = load_generator(args.model, device=args.device)
-            check_prompt_lengths(model, tokenizer, [ex for _, b in todo for ex in b if needed(ex)], config)
+                check_prompt_lengths(model, tokenizer, [ex for _, b in todo for ex in b if needed(ex)], config)
             bar = tqdm(total=remaining, desc="generate", unit="ex")
             stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:
@@ -108,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
                     progress=False,
                 )
                 rows = [
-                    {"id": ex.id, "summary": s, "model": args.model, "config": settings}
+                    {"id": ex.id, "summary": s, "model": args.model, "config": settings,
+                     **({"engine": args.engine} if args.engine != "transformers" else {})}
                     for ex, s in zip(batch, summaries) if needed(ex)
                 ]
                 store.append(rows)
@@ -116,3 +141,18 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
         print(f"wrote {remaining} new summaries to {args.out} ({len(examples)} in all)")
         return 0
+
+
+def merged_batches(batches: list[tuple[int, list]], size: int) -> list[tuple[int, list]]:
+    """Consecutive pending batches joined into chunks of at most ``size`` examples (vLLM).
+
+    Request i of a chunk starting at ``start`` is seeded ``seed + start + i``, the
+    example's index in the data, so chunking does not change any summary.
+    """
+    merged: list[tuple[int, list]] = []
+    for start, batch in batches:
+        if merged and merged[-1][0] + len(merged[-1][1]) == start and len(merged[-1][1]) + len(batch) <= size:
+            merged[-1] = (merged[-1][0], merged[-1][1] + batch)
+        else:
+            merged.append((start, list(batch)))
+    return merged

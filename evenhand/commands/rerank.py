@@ -45,10 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
     add_common_options(
-        parser, "model", "limit", "device", "no_resume", "force_resume",
+        parser, "model", "engine", "limit", "device", "no_resume", "force_resume",
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
     )
     add_scorer_options(parser)
+    from evenhand.commands._scoring import add_server_processors_option
+
+    add_server_processors_option(parser)
     add_dataclass_arguments(parser, GenerateConfig, skip=_SAMPLER_FIELDS)
 
 
@@ -69,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.models import check_local, load_generator
     from evenhand.decoding.server import is_server_url
     from evenhand.decoding.server_generate import check_server_config
+    from evenhand.decoding.vllm_engine import check_engine
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
@@ -94,17 +98,28 @@ def run(args: argparse.Namespace) -> int:
     generate_config = config_from_args(GenerateConfig, args)
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
+    check_engine(args.engine, args.model)
     if args.max_concurrency is not None or args.server_timeout is not None:
         server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
     served = is_server_url(args.model)
-    if served:  # before any request: what a server cannot do raises here
-        check_server_config(generate_config)
+    if served:  # before any file: what a server cannot do raises here
+        from evenhand.decoding.server_generate import needs_processors, require_processors
+
+        processors = args.server_processors and needs_processors(generate_config)
+        check_server_config(generate_config, processors=processors)
+        if processors:  # one probe: does the server run evenhand's processors?
+            require_processors(server_client(args, args.model))
     else:
         check_local(args.model)
+        if args.engine == "vllm":
+            from evenhand.decoding.vllm_generate import check_vllm_config
+
+            check_vllm_config(generate_config, beam_loop=True)
     examples = load_limited(args.data, args.limit)
     check_examples(examples, generate_config.parts()["fairness"])  # group labels, before any model loads
     options = {
         "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
+        **({"engine": args.engine} if args.engine != "transformers" else {}),
         "scorers": names, "weights": args.weights, "normalize": args.normalize,
         "scorer_options": {  # batch size and device do not change scores
             n: {k: v for k, v in o.items() if k not in ("batch_size", "device")}
@@ -116,12 +131,17 @@ def run(args: argparse.Namespace) -> int:
         floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
         if served:
             model, tokenizer = server_client(args, args.model), None
+        elif args.engine == "vllm":  # candidates from vLLM; LM scorers load their own in-process copy
+            from evenhand.decoding.vllm_engine import VllmEngine
+
+            model = VllmEngine(args.model)
+            tokenizer = model.tokenizer
         else:
             model, tokenizer = load_generator(args.model, device=args.device)
             for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
                 share_model(s, model, tokenizer, args.model)
-        pending = [ex for ex in examples if not store.done(ex.id)]
-        check_prompt_lengths(model, tokenizer, pending, generate_config)  # before the progress bar
+            pending = [ex for ex in examples if not store.done(ex.id)]
+            check_prompt_lengths(model, tokenizer, pending, generate_config)  # before the progress bar
         reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
         records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]

@@ -34,6 +34,9 @@ except ``seed`` (use ``seeds``), plus:
 * ``scorers``: comma-separated rerank scorer names in one string (a YAML list
   would be an axis), e.g. ``"llm-coverage,alignscore"``; several are combined
   with the ``composite`` scorer;
+* ``engine``: ``transformers`` (default, in-process) or ``vllm`` (in-process vLLM,
+  ``decoding/vllm_engine.py``; greedy instead of beam search, no fair beam search);
+  a base option or a grid axis (``engine: [transformers, vllm]``);
 * ``name``: a label for an explicit cell (not a setting: cells are identified
   by their settings).
 
@@ -54,7 +57,7 @@ from evenhand.evaluation.configs import as_list
 from evenhand.evaluation.schema import DataError
 
 #: Setting keys that are not GenerateConfig fields.
-EXTRA_KEYS = ("model", "candidates", "scorers")
+EXTRA_KEYS = ("model", "candidates", "scorers", "engine")
 #: Top-level keys of a sweep YAML.
 TOP_KEYS = (
     "name", "results", "datasets", "limit", "seeds", "metrics", "factuality",
@@ -113,6 +116,11 @@ class Cell:
     def candidates(self) -> int:
         """N candidates for reranking (1 = plain generation)."""
         return int(self.settings.get("candidates") or 1)
+
+    @property
+    def engine(self) -> str:
+        """``transformers`` (in-process, default) or ``vllm``."""
+        return str(self.settings.get("engine") or "transformers")
 
 
 def canonical(settings: dict[str, Any]) -> str:
@@ -225,6 +233,14 @@ class SweepConfig:
             check_count(cell.settings.get("candidates", 1), "candidates", where=f"cell {cell.name!r}")
             expect(cell.settings.get("model", DEFAULT_MODEL), str, f"cell {cell.name!r}", "model",
                    "a model name or folder")
+            from evenhand.decoding.vllm_engine import ENGINES
+
+            if cell.engine not in ENGINES:
+                raise DataError(f"cell {cell.name!r}: `engine` must be one of {', '.join(ENGINES)}, got {cell.engine!r}")
+            if cell.engine == "vllm":
+                from evenhand.decoding.vllm_generate import check_vllm_config
+
+                check_vllm_config(cell.generate_config(self.seeds[0]))
 
 
 def _as_list(value: Any, key: str) -> list[str]:

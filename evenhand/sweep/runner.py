@@ -137,6 +137,16 @@ def _distributed() -> tuple[int, int, Any]:
     return 0, 1, None
 
 
+def _load(name: str, engine: str, load_model: Callable[[str], tuple[Any, Any]]) -> tuple[Any, Any]:
+    """(model, tokenizer) of a cell: ``load_model`` in-process, a ``VllmEngine`` for ``engine: vllm``."""
+    if engine == "vllm":
+        from evenhand.decoding.vllm_engine import VllmEngine
+
+        vllm_engine = VllmEngine(name)
+        return vllm_engine, vllm_engine.tokenizer
+    return load_model(name)
+
+
 def run_sweep(
     config: SweepConfig,
     results: str | Path | None = None,
@@ -179,6 +189,10 @@ def run_sweep(
         check_device(config.device, "`device`")
         for name in sorted({cell.model for cell in config.cells}):
             check_local(name, "cell `model`")
+    from evenhand.decoding.vllm_engine import check_engine
+
+    for cell in config.cells:  # vLLM installed, no adapter folder: before the results file
+        check_engine(cell.engine, cell.model)
     results = Path(results or config.results)
     path = results if num_processes == 1 else shard_path(results, process_index, num_processes)
     check_results_file(results, path)
@@ -320,14 +334,14 @@ def _run_locked(
     ]
     skipped = sum(len(u.examples) for u in mine) - sum(len(u.examples) for u in todo)
     written = 0
-    loaded: tuple[str, Any, Any] | None = None
+    loaded: tuple[tuple[str, str], Any, Any] | None = None
     bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
     try:
         for unit in todo:
             cell = unit.cell
-            if loaded is None or loaded[0] != cell.model:
+            if loaded is None or loaded[0] != (cell.model, cell.engine):
                 loaded = None  # free the previous model first
-                loaded = (cell.model, *load_model(cell.model))
+                loaded = ((cell.model, cell.engine), *_load(cell.model, cell.engine, load_model))
             _, model, tokenizer = loaded
             gen_config = dataclasses.replace(cell.generate_config(unit.seed), seed=unit.seed + unit.start)
             t0 = time.perf_counter()

@@ -150,7 +150,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
 
     Config = JudgeConfig
     cli_options = {
-        "judge_model": "model", "device": "device",
+        "judge_model": "model", "device": "device", "engine": "engine",
         "max_concurrency": "max_concurrency", "server_timeout": "timeout",
     }
     template: str = ""
@@ -249,8 +249,24 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         _, logits = logits_after_prefix(model, prefix, suffixes, pad_left=True, pad_id=pad, logits_to_keep=1)
         return logits[:, -1, :].float().softmax(dim=-1)
 
+    def digit_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
+        """(k, 5) P("1".."5" next) after prefix + each suffix, from the full softmax.
+
+        In-process: one forward (``next_token_probs``). vLLM: the prompt log-prob of each
+        digit appended to each prompt (5 requests per summary sharing vLLM's prefix cache),
+        so every digit's probability is exact even when it is not among the top tokens.
+        """
+        import torch
+
+        digits = self.digit_ids()
+        if not self.on_vllm:
+            return self.next_token_probs(prefix, suffixes)[:, digits].cpu()
+        prompts = [prefix + suffix + [d] for suffix in suffixes for d in digits]
+        values = self._load()[0].prompt_logprobs(prompts)
+        return torch.tensor([v[-1] for v in values], dtype=torch.float32).view(len(suffixes), len(digits)).exp()
+
     def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
-        digit_probs = self.next_token_probs(prefix, suffixes)[:, self.digit_ids()].cpu()
+        digit_probs = self.digit_probs(prefix, suffixes)
         results = []
         for row in digit_probs.tolist():
             value, argmax = expected_digit(row)
@@ -263,8 +279,16 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         import torch
 
         model, tok = self._load()
-        device = next(model.parameters()).device
         prompts = [prefix + suffix for suffix in suffixes]
+        if self.on_vllm:  # greedy, 8 tokens, as in-process
+            params = model.sampling_params(max_tokens=8, temperature=0.0, stop_token_ids=[tok.eos_token_id])
+            replies = tok.batch_decode([c.token_ids for c in model.generate(prompts, params)], skip_special_tokens=True)
+            return [
+                {"score": float(parse_score(r)), "argmax": parse_score(r), "digit_mass": None,
+                 "judge": self._model_name, "reply": r.strip()}
+                for r in replies
+            ]
+        device = next(model.parameters()).device
         width = max(map(len, prompts))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)

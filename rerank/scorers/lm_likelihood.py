@@ -58,12 +58,22 @@ prefix runs through the model once, and its KV cache (a seq2seq encoder output)
 is shared by all summaries of that source, padded on the right after it
 (``rerank.lm_prefix.continuation_logprobs``); the no-source prefix runs once per batch.
 Batched and one-at-a-time scores agree (to float rounding).
+
+Shared passes. ``lm-pmi``'s two computations are exactly ``lm-likelihood``'s and
+``fluency``'s, so LM scorers of the same model and prompt settings share them
+(:class:`LmPasses`): each summed log-probability (per source text and summary
+for ``conditional``, per summary for ``unconditional``) is computed once per
+process and reused by every such scorer, and the model is loaded once for them.
+``lm-pmi``, ``lm-likelihood`` and ``fluency`` requested together thus cost
+``lm-pmi``'s two passes (tested by counting forward passes).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -165,6 +175,33 @@ class LmConfig(LmBackedConfig):
             raise ValueError(f"`chunk_words` must be a positive int, got {self.chunk_words!r}")
 
 
+class LmPasses:
+    """The two LM computations' results, shared by the LM scorers of one model and prompt.
+
+    ``conditional`` maps (source text, summary) and ``unconditional`` maps summary to a
+    :class:`TokenMean`; ``model``/``tokenizer`` hold the model once loaded for them.
+    Obtain one with :func:`shared_passes`; it lives as long as a scorer holds it.
+    """
+
+    def __init__(self) -> None:
+        self.conditional: dict[tuple[str, str], TokenMean] = {}
+        self.unconditional: dict[str, TokenMean] = {}
+        self.model: Any = None
+        self.tokenizer: Any = None
+
+
+_PASSES: weakref.WeakValueDictionary[str, LmPasses] = weakref.WeakValueDictionary()
+
+
+def shared_passes(key: str) -> LmPasses:
+    """The :class:`LmPasses` of ``key`` (model and prompt settings), made on first use."""
+    passes = _PASSES.get(key)
+    if passes is None:
+        passes = LmPasses()
+        _PASSES[key] = passes
+    return passes
+
+
 LmConfigT = TypeVar("LmConfigT", bound=LmConfig)
 
 
@@ -176,8 +213,65 @@ class LmScorer(LmBackedScorer[LmConfigT]):
     """
 
     Config = LmConfig
-    cli_options = {"lm_model": "model", "device": "device"}
+    cli_options = {"lm_model": "model", "device": "device", "engine": "engine"}
     detail_fields = ("n_tokens", "model", "empty")
+
+    def __init__(self, config: Any = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._handed = False
+        self._passes: LmPasses | None = None
+        self._passes_at = ""
+
+    def _passes_key(self) -> str:
+        c = self.config
+        assert isinstance(c, LmConfig)
+        handed = id(self._model) if self._handed else None
+        return json.dumps([
+            self._model_name, handed, c.device, c.instruction, c.no_source_instruction, c.system,
+            c.max_source_tokens, c.chunk_words, c.score_end, c.engine,
+        ])
+
+
+
+    @property
+    def passes(self) -> LmPasses:
+        """The computations this scorer shares with the other LM scorers of its model and prompt."""
+        key = self._passes_key()
+        if self._passes is None or self._passes_at != key:
+            self._passes, self._passes_at = shared_passes(key), key
+        return self._passes
+
+    def use_model(self, model: Any, tokenizer: Any, name: str) -> LmScorer:
+        """Score with an already loaded model (``name`` keys the cache); returns self."""
+        super().use_model(model, tokenizer, name)
+        self._handed = True
+        return self
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None and self.server is None:
+            passes = self.passes
+            if passes.model is None:
+                passes.model, passes.tokenizer = super()._load()
+            self._model, self._tokenizer = passes.model, passes.tokenizer
+        return super()._load()
+
+    def token_logprobs(self, prefix_ids: list[int], suffixes: list[list[int]]) -> list[Any]:
+        """Per-token log p of each suffix after the prefix (the one place a forward runs).
+
+        In-process: the prefix runs once and its KV cache serves every suffix
+        (``continuation_logprobs``). vLLM: one request per prefix + suffix with
+        ``prompt_logprobs`` (its prefix cache shares the prompt), the suffix's own
+        values taken from the end.
+        """
+        import torch
+
+        model = self._load()[0]
+        if not self.on_vllm:
+            return continuation_logprobs(model, prefix_ids, suffixes)
+        if not suffixes:
+            return []
+        values = model.prompt_logprobs([list(prefix_ids) + list(s) for s in suffixes])
+        return [torch.tensor(v[len(v) - len(s) :], dtype=torch.float32) for v, s in zip(values, suffixes)]
 
     @property
     def _seq2seq(self) -> bool:
@@ -257,22 +351,25 @@ class LmScorer(LmBackedScorer[LmConfigT]):
 
         from ...decoding.prompting import format_documents
 
+        memo = self.passes.conditional
+        texts = [format_documents(ex) for ex in sources]
         groups: dict[str, list[int]] = {}
-        for i, ex in enumerate(sources):
-            groups.setdefault(format_documents(ex), []).append(i)
-        results: list[TokenMean] = [TokenMean(0.0, 0) for _ in outputs]
-        for members in groups.values():
+        for i, text in enumerate(texts):
+            if (text, outputs[i]) not in memo:
+                groups.setdefault(text, []).append(i)
+        for text, members in groups.items():
+            members = list({outputs[i]: i for i in members}.values())  # one pass per distinct summary
             chunks = self.source_chunks(sources[members[0]])
             suffixes = [self.summary_ids(outputs[i]) for i in members]
-            per_chunk = [continuation_logprobs(self._load()[0], self.prefix_ids(c), suffixes) for c in chunks]
+            per_chunk = [self.token_logprobs(self.prefix_ids(c), suffixes) for c in chunks]
             for j, i in enumerate(members):
                 rows = torch.stack([lps[j] for lps in per_chunk])  # (chunks, tokens)
                 if len(chunks) == 1:
                     total = float(rows[0].sum())
                 else:
                     total = float(self._best_chunk_sum(outputs[i], rows))
-                results[i] = TokenMean(total, rows.shape[1], len(chunks))
-        return results
+                memo[(text, outputs[i])] = TokenMean(total, rows.shape[1], len(chunks))
+        return [memo[(text, out)] for text, out in zip(texts, outputs)]
 
     def _best_chunk_sum(self, summary: str, rows: Any) -> Any:
         """Sum over sentences of the sentence's log-probs under its best chunk (by mean)."""
@@ -299,9 +396,12 @@ class LmScorer(LmBackedScorer[LmConfigT]):
 
     def unconditional(self, outputs: list[str]) -> list[TokenMean]:
         """Summed log p(summary) without the source; the no-source prefix runs once per batch."""
-        suffixes = [self.summary_ids(out) for out in outputs]
-        lps = continuation_logprobs(self._load()[0], self.prefix_ids(None), suffixes)
-        return [TokenMean(float(lp.sum()), len(lp)) for lp in lps]
+        memo = self.passes.unconditional
+        todo = list(dict.fromkeys(out for out in outputs if out not in memo))
+        if todo:
+            lps = self.token_logprobs(self.prefix_ids(None), [self.summary_ids(out) for out in todo])
+            memo.update({out: TokenMean(float(lp.sum()), len(lp)) for out, lp in zip(todo, lps)})
+        return [memo[out] for out in outputs]
 
     def _base_record(self, mean: TokenMean, output: str) -> dict[str, Any]:
         return {"score": mean.mean, "n_tokens": mean.n_tokens, "model": self._model_name,

