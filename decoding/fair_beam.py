@@ -160,6 +160,7 @@ def fair_beam_search(
                 flat_running, next_sequence_length=next_sequence_length, **model_kwargs
             )
             model_outputs = model(**model_inputs, return_dict=True)
+        prefill_consumed = True
         model_kwargs = model._update_model_kwargs_for_generation(
             model_outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
         )

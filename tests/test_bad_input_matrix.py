@@ -1053,7 +1053,7 @@ NUMBER_CASES = [
     (RERANK[:8] + ["rouge-l-recall,rouge-l-recall"] + RERANK[9:], "`scorers` lists a name twice"),
     # evaluate
     (EVAL + ["--metrics", "rouge-l-recall", "--score-cache", "{w}/data.jsonl"],
-     "--score-cache {w}/data.jsonl is not a folder"),
+     "--score-cache {w}/data.jsonl is not a directory"),
     (EVAL + ["--metrics", "mint,mint"], "--metrics lists a metric twice: mint, mint"),
     (EVAL + ["--metrics", "rouge-l-recall,rouge-l-recall"], "--metrics lists a metric twice"),
     (EVAL + ["--metrics", "rouge-l-recall", "--scorer-batch-size", "1000000000"], "--scorer-batch-size must be at most 4096, got 1000000000"),
