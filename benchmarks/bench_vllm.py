@@ -4,7 +4,8 @@ One run, one process, the embedded SmolLM2-135M-Instruct (float32 in both engine
 the first FairSumm gold sources (half amazon, half yelp; 40 by default), greedy,
 80 new tokens, three settings: plain, ``--abstractiveness 2`` and
 ``--fair-strength 3`` (``--fair ratio``). Each engine is warmed up on one example
-first (the vLLM engine is built then). Printed:
+first (the vLLM engine is built then; its prefix cache is off, so no setting
+reuses the prompts another one prefilled). Printed:
 
 - summaries/s of transformers (batched, ``--hf-batch-size``, default 8) and vLLM
   (all examples handed over at once; vLLM batches them), and their ratio
@@ -52,14 +53,16 @@ def main() -> int:
         return 0
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
-    from evenhand.decoding.vllm_engine import VllmEngine
+    from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine
     from evenhand.evaluation.loaders import load_examples
 
     half = args.limit // 2
     examples = (load_examples(str(SHARED / "amazon_gold.json"))[:half]
                 + load_examples(str(SHARED / "yelp_gold.json"))[: args.limit - half])
     base = GenerateConfig(num_beams=1, max_new_tokens=args.max_new_tokens, batch_size=args.hf_batch_size)
-    engine = VllmEngine("smollm2-135m-instruct")
+    # no prefix caching: every setting decodes the same prompts, and a cache hit would make the
+    # settings after the first one look cheaper (and vLLM faster than transformers, which has none)
+    engine = VllmEngine("smollm2-135m-instruct", EngineSettings(extra={"enable_prefix_caching": False}))
     generate(engine, None, examples[:1], base, progress=False)  # builds the engine
     model = tok = None
     if not args.skip_hf:
