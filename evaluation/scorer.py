@@ -214,17 +214,25 @@ class Scorer(Generic[ConfigT]):
             examples = [target_view(ex) for ex in examples]
         return examples, list(outputs)
 
-    def _fingerprint(self) -> str:
+    def _unkeyed_settings(self) -> set[str]:
+        """Config fields that do not change a score, left out of the cache key."""
         # target_only acts on the key's source; max_concurrency/timeout only pace a server
-        skip = ("batch_size", "progress", "target_only", "max_concurrency", "timeout")
+        return {"batch_size", "progress", "target_only", "max_concurrency", "timeout"}
+
+    def _fingerprint(self) -> str:
+        skip = self._unkeyed_settings()
         settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
         identity: list[Any] = [self.name, self.model_id, settings]
-        if getattr(self, "_content", False) is False:  # once per scorer: a stat per file, a hash when new
-            self._content = self._model_content()
-        content = self._content
+        content = self._cached_model_content()
         if content is not None:  # a local model replaced in place (same name, same sizes) scores anew
             identity.append(content)
         return json.dumps(identity, sort_keys=True, default=str)
+
+    def _cached_model_content(self) -> list[str] | None:
+        """:meth:`_model_content`, once per scorer (a stat per file, a hash when new)."""
+        if getattr(self, "_content", False) is False:
+            self._content = self._model_content()
+        return self._content
 
     def _model_content(self) -> list[str] | None:
         """Content digests of the local files or folders ``model_id`` names (``a|b``, ``n=a,m=b``), or None."""

@@ -10,9 +10,8 @@ prefix, so every row equals an unpadded forward of its own prefix + continuation
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from ..decoding.server import ServerClient, ServerConfig, is_server_url
@@ -259,13 +258,9 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         """Whether this scorer reads an in-process vLLM engine (``config.engine == "vllm"``)."""
         return getattr(self.config, "engine", "transformers") == "vllm" and self.server is None
 
-    def _fingerprint(self) -> str:
+    def _unkeyed_settings(self) -> set[str]:
         # the engine keys the cache only when it is not the default (older caches stay valid)
-        skip = {"batch_size", "progress", "target_only", "max_concurrency", "timeout"}
-        if not self.on_vllm:
-            skip.add("engine")
-        settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
-        return json.dumps([self.name, self.model_id, settings], sort_keys=True, default=str)
+        return super()._unkeyed_settings() | (set() if self.on_vllm else {"engine"})
 
     def use_model(self, model: Any, tokenizer: Any, name: str) -> LmBackedScorer:
         """Score with an already loaded model (``name`` keys the cache); returns self."""

@@ -24,11 +24,12 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def _example(i: int, topic: str = "t", target: str = "left") -> Example:
-    prompt = "Summarize the Left.\n\nLeft:\none two three four\n\nRight:\nfive six seven eight"
+    # content words under both FairSumm text pipelines (the authors' stop words cover number words)
+    prompt = "Summarize the Left.\n\nLeft:\napple banana cherry grape\n\nRight:\nriver stone cloud forest"
     return Example(
-        id=f"x{i}", documents=[Document("one two three four", "left"), Document("five six seven eight", "right")],
+        id=f"x{i}", documents=[Document("apple banana cherry grape", "left"), Document("river stone cloud forest", "right")],
         attribute="stance", group_values=["left", "right"], prompt=prompt, target=target,
-        meta={"topic": topic, "document": "one two three four"},
+        meta={"topic": topic, "document": "apple banana cherry grape"},
     )
 
 
@@ -98,9 +99,9 @@ def test_comparison_table_values_and_verdicts() -> None:
 
 def test_truncate_words_rebuilds_prompt_and_target_article() -> None:
     ex = truncate_words(_example(0), 2)
-    assert [d.text for d in ex.documents] == ["one two", "five six"]
-    assert ex.prompt == "Summarize the Left.\n\nLeft:\none two\n\nRight:\nfive six"
-    assert ex.meta["document"] == "one two" and ex.meta["topic"] == "t"
+    assert [d.text for d in ex.documents] == ["apple banana", "river stone"]
+    assert ex.prompt == "Summarize the Left.\n\nLeft:\napple banana\n\nRight:\nriver stone"
+    assert ex.meta["document"] == "apple banana" and ex.meta["topic"] == "t"
     with pytest.raises(ValueError, match="`words`"):
         truncate_words(_example(0), 0)
 
@@ -123,12 +124,12 @@ class _EC:
 
 def test_evaluate_summaries_rows() -> None:
     dev = [_example(0), _example(1, target="right")]
-    records = [{"id": "x0", "summary": "one two three", "composite": 0.5, "scores": {"c": 0.4, "f": 0.6}},
-               {"id": "x1", "summary": "five six", "composite": 0.1, "scores": {"c": 0.0, "f": 0.2}}]
+    records = [{"id": "x0", "summary": "apple banana cherry", "composite": 0.5, "scores": {"c": 0.4, "f": 0.6}},
+               {"id": "x1", "summary": "river stone", "composite": 0.1, "scores": {"c": 0.0, "f": 0.2}}]
     rows = evaluate_summaries(dev, records, _Fluency(), _EC())
     assert rows[0]["composite"] == 0.5 and rows[0]["c"] == 0.4 and rows[0]["f"] == 0.6
     assert rows[0]["words"] == 3.0 and rows[1]["words"] == 2.0
-    assert rows[0]["fluency"] == -13.0
+    assert rows[0]["fluency"] == -19.0  # the stub: minus the summary's length
     assert rows[0]["ec"] == 0.2 and rows[0]["ec_target"] == 0.2
     assert math.isnan(rows[1]["ec"]) and math.isnan(rows[1]["ec_target"])
     assert 0.0 <= rows[0]["mint"] <= 1.0 and 0.0 <= rows[0]["fairsumm_uer"] <= 1.0

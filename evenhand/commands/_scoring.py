@@ -120,7 +120,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
     for flag, _ in SCORER_FLAGS:
         dest = flag[2:].replace("-", "_")
         value = getattr(args, dest, None)
-        if value is None or dest == "score_cache":
+        if value is None or dest in ("score_cache", "fairsumm_text"):  # not model flags
             continue
         if dest == "judge_model" and is_server_url(value):
             continue

@@ -229,9 +229,8 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         return json.dumps([
             self._model_name, handed, c.device, c.instruction, c.no_source_instruction, c.system,
             c.max_source_tokens, c.chunk_words, c.score_end, c.engine,
+            self._cached_model_content(),  # a model replaced in place shares nothing with the old one
         ])
-
-
 
     @property
     def passes(self) -> LmPasses:
