@@ -80,18 +80,31 @@ def local_llama_server(
 
         gguf = smollm2_gguf_path()
     port = free_port()
+    with serving(
+        server_command(gguf, port, n_ctx, n_threads), port, "llama.cpp", {"PYTHONUNBUFFERED": "1"},
+        startup_timeout, log, poll=0.25,
+    ) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def serving(
+    command: list[str], port: int, what: str, env: dict[str, str], startup_timeout: float,
+    log: Any = None, poll: float = 0.25,
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run ``command`` (a server on 127.0.0.1:``port``) with ``env`` added; yield ``(url, process)``
+    once ``/v1/models`` answers; stop it on exit. DataError when it exits or is not up in time."""
     url = f"http://127.0.0.1:{port}/v1"
     out = log if log is not None else subprocess.DEVNULL
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(server_command(gguf, port, n_ctx, n_threads), stdout=out, stderr=out, env=env)
+    proc = subprocess.Popen(command, stdout=out, stderr=out, env={**os.environ, **env})
     try:
         deadline = time.monotonic() + startup_timeout
         while not _ready(url):
             if proc.poll() is not None:
-                raise DataError(f"the llama.cpp server exited with status {proc.returncode} before answering")
+                raise DataError(f"the {what} server exited with status {proc.returncode} before answering")
             if time.monotonic() > deadline:
-                raise DataError(f"the llama.cpp server at {url} did not start within {startup_timeout:g} s")
-            time.sleep(0.25)
+                raise DataError(f"the {what} server at {url} did not start within {startup_timeout:g} s")
+            time.sleep(poll)
         yield url, proc
     finally:
         stop(proc)

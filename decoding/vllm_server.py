@@ -13,12 +13,10 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..evaluation.schema import DataError
-from .llama_server import _ready, free_port, stop
+from .llama_server import free_port, serving
 
 PROCESSOR = "evenhand.vllm:EvenhandLogitsProcessor"
 
@@ -48,22 +46,11 @@ def local_vllm_server(
 
     require_vllm("a local vLLM server")
     port = free_port()
-    url = f"http://127.0.0.1:{port}/v1"
-    out = log if log is not None else subprocess.DEVNULL
     env = {
-        **os.environ, "PYTHONUNBUFFERED": "1", "VLLM_USE_V2_MODEL_RUNNER": "0",
+        "PYTHONUNBUFFERED": "1", "VLLM_USE_V2_MODEL_RUNNER": "0",
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib)),
         "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
     }
-    proc = subprocess.Popen(vllm_server_command(resolve(model), port, max_model_len), stdout=out, stderr=out, env=env)
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while not _ready(url):
-            if proc.poll() is not None:
-                raise DataError(f"the vLLM server exited with status {proc.returncode} before answering")
-            if time.monotonic() > deadline:
-                raise DataError(f"the vLLM server at {url} did not start within {startup_timeout:g} s")
-            time.sleep(0.5)
-        yield url, proc
-    finally:
-        stop(proc)
+    command = vllm_server_command(resolve(model), port, max_model_len)
+    with serving(command, port, "vLLM", env, startup_timeout, log, poll=0.5) as running:
+        yield running
