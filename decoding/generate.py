@@ -190,6 +190,7 @@ def generate(
     processor_builders: Sequence[ProcessorBuilder] = (),
     progress: bool = True,
     on_batch: Callable[[list[Example], list[str]], None] | None = None,
+    lora_request: Any = None,
     **overrides: Any,
 ) -> list[str]:
     """Write one summary per example.
@@ -209,6 +210,8 @@ def generate(
         progress: show a progress bar over examples.
         on_batch: called with each finished batch's examples and summaries (for
             incremental writing).
+        lora_request: with a ``VllmEngine`` only: a ``vllm.lora.request.LoRARequest`` every
+            request decodes with (training's policy, ``training.vllm_policy``); None = base model.
         **overrides: GenerateConfig fields replacing those of ``config``, e.g.
             ``fairness="ratio", fairness_strength=1.0, fair_beam=0.5``.
 
@@ -221,16 +224,19 @@ def generate(
     config = config or GenerateConfig()
     if overrides:
         config = dataclasses.replace(config, **overrides)
+    from .vllm_engine import VllmEngine
+
+    if lora_request is not None and not isinstance(model, VllmEngine):
+        raise ValueError("`lora_request` is a vLLM LoRA request: it needs a VllmEngine model "
+                         "(an in-process model carries its adapter itself)")
     if isinstance(model, ServerClient):  # a server URL: decoding/server_generate.py, no torch
         from .server_generate import generate_via_server
 
         return generate_via_server(model, examples, config, processor_builders, progress, on_batch)
-    from .vllm_engine import VllmEngine
-
     if isinstance(model, VllmEngine):  # --engine vllm: decoding/vllm_generate.py
         from .vllm_generate import generate_via_vllm
 
-        return generate_via_vllm(model, examples, config, processor_builders, progress, on_batch)
+        return generate_via_vllm(model, examples, config, processor_builders, progress, on_batch, lora_request)
     import torch
     from transformers import LogitsProcessorList
 

@@ -238,17 +238,21 @@ class VllmEngine:
         return SamplingParams(**kwargs)
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: Any | Sequence[Any], progress: bool = False
+        self, prompts: Sequence[Sequence[int]], params: Any | Sequence[Any], progress: bool = False,
+        lora_request: Any = None,
     ) -> list[Completion]:
         """Decode every token-id prompt with its ``SamplingParams`` (one for all, or one each).
 
+        ``lora_request``: a ``vllm.lora.request.LoRARequest`` applied to every prompt (the
+        engine must be built with ``enable_lora``; ``training.vllm_policy``), None = the base model.
         Returns one :class:`Completion` per prompt, in order (the first sequence of
         each when ``n > 1`` is not used; ask for several prompts instead).
         """
         if not prompts:
             return []
         inputs = [{"prompt_token_ids": list(map(int, p))} for p in prompts]
-        outputs = self.llm.generate(inputs, params, use_tqdm=progress)
+        extra = {"lora_request": lora_request} if lora_request is not None else {}
+        outputs = self.llm.generate(inputs, params, use_tqdm=progress, **extra)
         done = []
         for out in outputs:
             seq = out.outputs[0]

@@ -123,16 +123,21 @@ def generate_via_vllm(
     processor_builders: Sequence[Any] = (),
     progress: bool = True,
     on_batch: Callable[[list[Example], list[str]], None] | None = None,
+    lora_request: Any = None,
 ) -> list[str]:
     """One summary per example from ``engine``; ``decoding.generate.generate``'s contract.
 
     The examples go to vLLM in chunks of ``max(config.batch_size, 64)`` (vLLM batches
-    them itself); ``on_batch`` sees each finished chunk.
+    them itself); ``on_batch`` sees each finished chunk. ``lora_request`` (a vLLM
+    ``LoRARequest``, engine built with ``enable_lora``) decodes with that adapter.
     """
     from .fair_decoding import check_examples
     from .generate import SummaryCollector
 
     check_vllm_config(config, processor_builders, beam_loop=True)
+    if config.beam_search and lora_request is not None:
+        raise DataError("fair beam search on vLLM decodes with the base model only; drop the LoRA request "
+                        "or run it in-process (--engine transformers)")
     if config.beam_search:  # fair beam search: the step loop outside the engine (decoding/vllm_beam.py)
         from .vllm_beam import VllmNextToken, fair_beam_generate
 
@@ -156,7 +161,7 @@ def generate_via_vllm(
             )
             for k, (ex, (text, ids, _)) in enumerate(zip(batch, prepared))
         ]
-        done = engine.generate([ids for _, ids, _ in prepared], params)
+        done = engine.generate([ids for _, ids, _ in prepared], params, lora_request=lora_request)
         texts = tokenizer.batch_decode([c.token_ids for c in done], skip_special_tokens=True)
         summaries.add(batch, [(prefix + t).strip() for (_, _, prefix), t in zip(prepared, texts)])
     return summaries.close()

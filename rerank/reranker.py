@@ -141,11 +141,14 @@ class Reranker:
             repetition settings...); the sampler fields are overridden per recipe.
         floor_scorers: scorers for ``config.floors`` by name (default: the
             selection scorer's component of that name, else a fresh one).
+        lora_request: with a ``VllmEngine`` model: the vLLM ``LoRARequest`` every candidate
+            is decoded with (``generate``'s keyword; training samples its policy so).
     """
 
     def __init__(
         self, model: Any, tokenizer: Any, scorer: Scorer, config: RerankConfig | None = None,
         generate_config: Any = None, floor_scorers: dict[str, Scorer] | None = None,
+        lora_request: Any = None,
     ) -> None:
         from ..decoding.generate import GenerateConfig
 
@@ -157,6 +160,7 @@ class Reranker:
         self.floor_scorers = (
             floor_scorers if floor_scorers is not None else build_floor_scorers(scorer, self.config.floors)
         )
+        self.lora_request = lora_request
 
     def recipe_config(self, recipe: str, index: int) -> Any:
         """The GenerateConfig of one sampler (seeded by its index in the recipe list)."""
@@ -177,7 +181,8 @@ class Reranker:
                 continue
             repeated = [ex for ex in examples for _ in slots]
             texts = generate(
-                self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False
+                self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False,
+                lora_request=self.lora_request,
             )
             for e in range(len(examples)):
                 for k, slot in enumerate(slots):
@@ -220,7 +225,8 @@ class Reranker:
         """The plain beam-search summary (base config) as candidate ``index``, recipe ``"beam"``."""
         from ..decoding.generate import generate
 
-        text = generate(self.model, self.tokenizer, [example], self.generate_config, progress=False)[0]
+        text = generate(self.model, self.tokenizer, [example], self.generate_config, progress=False,
+                        lora_request=self.lora_request)[0]
         return {"text": text, "recipe": "beam", "index": index}
 
     def rerank_one(self, example: Example) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..decoding.vllm_engine import ENGINES  # generation engines of `sample` and `evaluate`
 from ..evaluation.configs import coerce_lists, config_from_mapping, load_config
 
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
@@ -56,6 +57,13 @@ class DPORRConfig:
     )
     out_dir: str = field(default="dpo_rr_run", metadata=_help("Run folder: iter_K/ per iteration."))
     device: str | None = field(default=None, metadata=_help("cpu, cuda... (default: auto)."))
+    engine: str = field(
+        default="transformers",
+        metadata={"help": "What samples candidates and writes the dev summaries: transformers (in-process) "
+                          "or vllm (one in-process vLLM engine serving each iteration's LoRA; training "
+                          "stays in-process; docs/training.md).",
+                  "choices": ENGINES},
+    )
     # -- method ------------------------------------------------------------------------------
     method: str = field(
         default="dpo-rr",
@@ -161,6 +169,8 @@ class DPORRConfig:
             check_number(getattr(self, name), name, low=0, low_open=True, high=high)
         if self.method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.method!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"`engine` must be one of {ENGINES}, got {self.engine!r}")
         check_number(self.grpo_beta, "grpo_beta", low=0, high=100)
         check_number(self.lora_dropout, "lora_dropout", low=0, high=1, high_open=True)
         check_number(self.min_gap, "min_gap", low=0)

@@ -80,6 +80,10 @@ class RunContext:
     model: Any = None
     tokenizer: Any = None
     tag: str = field(default="dpo-rr")
+    #: ``engine: vllm``: the run's ``VllmPolicy`` (``training.vllm_policy``); None in-process
+    vllm: Any = None
+    #: the adapter folder holding the current policy (None: a fresh LoRA, i.e. the base model)
+    policy_adapter: Path | None = None
 
     # -- processes -----------------------------------------------------------------------
     @property

@@ -54,9 +54,11 @@ Outputs then depend on the number of processes (each shard re-seeds its batches)
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,7 @@ from . import stages
 from .config import DPORRConfig
 from .context import RunContext, drop_gguf_marker, open_run, split_dev
 from .store import (
+    ADAPTER,
     ITER_PREFIX,
     MANIFEST,
     RESUMABLE_CHANGES,
@@ -146,7 +149,11 @@ def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Exa
     """One DPO+RR iteration: sample, score, pair, train, evaluate, commit ``iter_k``."""
     c, t0, seconds = ctx.config, time.perf_counter(), {}
     ctx.log(f"{_tag(ctx, k)}: generate {c.candidates} candidates x {len(prompts)} prompts")
-    records = ctx.gather(stages.score(ctx, prompts, stages.sample(ctx, k, prompts)))
+    sampled = stages.sample(ctx, k, prompts)
+    seconds["sample"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    records = ctx.gather(stages.score(ctx, prompts, sampled))
+    seconds["score"] = time.perf_counter() - t
     seconds["generate_and_score"] = time.perf_counter() - t0
 
     t = time.perf_counter()
@@ -182,6 +189,9 @@ def _evaluate_and_commit(
     """The end of training iteration ``k`` (either method): the dev pass, ``summary.json``
     (``fields`` after the iteration number), the atomic commit of ``iter_k``, the log line."""
     t = time.perf_counter()
+    save_adapter = ctx.save_adapter
+    if ctx.vllm is not None and ctx.dev:  # vLLM serves the trained adapter from disk: save it first
+        save_adapter = _saved_policy(ctx, store, k)
     dev_records = stages.evaluate(ctx) if ctx.dev else []
     seconds["eval"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
@@ -190,8 +200,28 @@ def _evaluate_and_commit(
         "dev": stages.dev_means(ctx, dev_records), "seconds": seconds,
     }
     files = {"candidates.jsonl": records, **files, "dev.jsonl": dev_records}
-    store.commit(k, files, summary, save_adapter=ctx.save_adapter, manifest=lambda: manifest(ctx, store))
+    store.commit(k, files, summary, save_adapter=save_adapter, manifest=lambda: manifest(ctx, store))
+    ctx.policy_adapter = store.adapter_dir(k)  # the next iteration samples with it
     ctx.log(f"{_tag(ctx, k)}: {_dev_text(summary['dev'])} ({seconds['total']:.0f} s)")
+
+
+def _saved_policy(ctx: RunContext, store: RunStore, k: int) -> Callable[[Path], None]:
+    """``engine: vllm``: save the trained adapter into ``.iter_k.tmp-policy/adapter`` (the policy
+    the dev pass serves) and return the commit's ``save_adapter``, which moves that folder
+    into ``iter_k`` (the committed bytes are the ones vLLM served; a kill leaves a ``.tmp-``
+    folder that the next start removes)."""
+    scratch = store.out / f".{ITER_PREFIX}{k}.tmp-policy"
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    ctx.save_adapter(scratch / ADAPTER)
+    ctx.policy_adapter = scratch / ADAPTER
+
+    def move(path: Path) -> None:
+        os.replace(scratch / ADAPTER, path)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    return move
 
 
 def _dev_text(means: dict[str, float | None]) -> str:
@@ -210,6 +240,7 @@ def train_dpo_rr(
     scorers: Mapping[str, Any] | None = None,
     train: Sequence[Example] | None = None,
     dev: Sequence[Example] | None = None,
+    engine: Any = None,
 ) -> dict[str, Any]:
     """Run (or resume) DPO+RR — or GRPO with ``config.method="grpo"`` — as configured; return the manifest.
 
@@ -219,14 +250,21 @@ def train_dpo_rr(
             default: the registered scorers named by ``config.scorers``.
         train: training examples (default: loaded from ``config.data``).
         dev: dev examples (default: ``config.dev_data`` or split off ``train``).
+        engine: with ``config.engine="vllm"``: a ``VllmEngine`` on ``config.model`` built with
+            ``VllmPolicy.settings(config)`` to reuse (several runs in one process); default:
+            the run builds its own and closes it at the end (``training.vllm_policy``).
 
     Returns:
         The manifest (also in ``out_dir/manifest.json``): the config, finished
         iterations and each one's summary (dev means per scorer, pair counts,
         train metrics, seconds per stage).
     """
+    from .vllm_policy import VllmPolicy, check_engine_config
+
     check_inputs(config, Path(config.out_dir))  # before any model loads
+    check_engine_config(config, int(os.environ.get("WORLD_SIZE", "1")))
     ctx = open_run(config, scorers, train, dev)
+    check_engine_config(config, ctx.world)
     store = RunStore(config.out_dir, ctx.state)
     store.check_resumable(config)
     if config.method == "grpo":
@@ -240,14 +278,20 @@ def train_dpo_rr(
     last = store.last_trained()
     if done:
         ctx.log(f"resuming {store.out}: iterations {done} finished")
-    ctx.load_policy(store.adapter_dir(last) if last > 0 else None)
-
-    if 0 not in done and ctx.dev:
-        zero_shot(ctx, store)
-    iteration = grpo_iteration if config.method == "grpo" else dpo_rr_iteration
-    for k in range(last + 1, config.iterations + 1):
-        idx = sample_prompts(len(ctx.train), config.prompts_per_iteration, config.seed, k)
-        iteration(ctx, store, k, [ctx.train[i] for i in idx])
+    ctx.policy_adapter = store.adapter_dir(last) if last > 0 else None
+    ctx.load_policy(ctx.policy_adapter)
+    if config.engine == "vllm":
+        ctx.vllm = VllmPolicy(config, engine)
+    try:
+        if 0 not in done and ctx.dev:
+            zero_shot(ctx, store)
+        iteration = grpo_iteration if config.method == "grpo" else dpo_rr_iteration
+        for k in range(last + 1, config.iterations + 1):
+            idx = sample_prompts(len(ctx.train), config.prompts_per_iteration, config.seed, k)
+            iteration(ctx, store, k, [ctx.train[i] for i in idx])
+    finally:
+        if ctx.vllm is not None:
+            ctx.vllm.close()  # the engine this run built (a given one stays open)
     if store.is_main:
         result = manifest(ctx, store)
         store.write_manifest(result)

@@ -34,16 +34,30 @@ def sample(ctx: RunContext, k: int, prompts: list[Example]) -> list[dict[str, An
 
     c = ctx.config
     ctx.model.eval()
+    model, tokenizer, lora = _generator(ctx, base=False)
     reranker = Reranker(
-        ctx.model, ctx.tokenizer, scorer=None,  # type: ignore[arg-type]
+        model, tokenizer, scorer=None,  # type: ignore[arg-type]
         config=RerankConfig(candidates=c.candidates, recipes=c.recipes, seed=c.seed + 1000 * k),
         generate_config=GenerateConfig(
             max_new_tokens=c.max_new_tokens, batch_size=c.generate_batch_size, num_beams=1,
         ),
+        lora_request=lora,
     )
     mine = ctx.shard(prompts)
     per_example = reranker.candidates([ex for _, ex in mine]) if mine else []
     return [{"position": pos, "id": ex.id, "candidates": cands} for (pos, ex), cands in zip(mine, per_example)]
+
+
+def _generator(ctx: RunContext, base: bool) -> tuple[Any, Any, Any]:
+    """What ``generate`` decodes the policy with: (model, tokenizer, LoRA request).
+
+    In-process: the live peft model (no request). ``engine: vllm``: the run's engine and
+    the ``LoRARequest`` of ``ctx.policy_adapter`` (none for ``base`` or a fresh LoRA:
+    ``training.vllm_policy``).
+    """
+    if ctx.vllm is None:
+        return ctx.model, ctx.tokenizer, None
+    return ctx.vllm.engine, None, None if base else ctx.vllm.request(ctx.policy_adapter)
 
 
 def score(ctx: RunContext, prompts: list[Example], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -163,13 +177,15 @@ def evaluate(ctx: RunContext, base: bool = False) -> list[dict[str, Any]]:
     ctx.model.eval()
     mine = ctx.shard(ctx.dev)
     examples = [ex for _, ex in mine]
-    context = ctx.model.disable_adapter() if base else contextlib.nullcontext()
+    model, tokenizer, lora = _generator(ctx, base)
+    in_process_base = base and ctx.vllm is None
+    context = ctx.model.disable_adapter() if in_process_base else contextlib.nullcontext()
     with context:
         texts = generate(
-            ctx.model, ctx.tokenizer, examples,
+            model, tokenizer, examples,
             GenerateConfig(max_new_tokens=c.max_new_tokens, batch_size=c.generate_batch_size,
                            num_beams=1, seed=c.seed),
-            progress=False,
+            progress=False, lora_request=lora,
         ) if examples else []
     raw = ctx.scoring.raw(examples, texts) if examples else {}
     composite = ctx.scoring.weighted(raw) if examples else []

@@ -53,7 +53,9 @@ def finished_iterations(out_dir: str | Path) -> list[int]:
 
 
 def check_resumable(out_dir: str | Path, config: Any) -> None:
-    """Raise ValueError if ``out_dir`` holds a run with other settings than ``config`` (``to_dict()``).
+    """Raise DataError (a ValueError: exit 2, one line) if ``out_dir`` holds a run with other
+    settings than ``config`` (``to_dict()``), ``engine`` included: a run resumes on the engine it
+    started on (vLLM and transformers sample different candidates from the same seed).
 
     Fields missing from an older manifest count as their current default, so a
     run written before a field existed resumes when the field keeps its default;
@@ -65,6 +67,7 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
     if not manifest.is_file():
         return
     from ..evaluation.configs import normalized
+    from ..evaluation.schema import DataError
 
     old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
     new = config.to_dict()
@@ -78,7 +81,7 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
     )
     if changed:
         detail = ", ".join(f"{k}: {old.get(k, defaults.get(k))!r} -> {new.get(k)!r}" for k in changed)
-        raise ValueError(
+        raise DataError(
             f"{out_dir} holds a run with other settings ({detail}); resume with the same settings "
             "or choose another `out_dir`"
         )

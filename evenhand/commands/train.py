@@ -3,6 +3,7 @@
     evenhand train --config run.yaml [--iterations 3 ...]
     evenhand train --method grpo --data train.jsonl --out runs/g [--scorers calibrated:coverage ...]
     evenhand train --data train.jsonl --out runs/a [--scorers rouge-l-recall --iterations 2 ...]
+    evenhand train --config run.yaml --engine vllm   # sample and evaluate through vLLM (LoRA per iteration)
     accelerate launch --multi_gpu --num_processes 2 -m evenhand.cli train --config run.yaml
 
 (``--multi_gpu`` runs torchrun; on a CPU-only machine the processes train over gloo.)
@@ -16,6 +17,7 @@ continues from its last finished iteration when started again on the same
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if config.scorers:
         split_names(config.scorers, "scorers")  # registered names, before any model loads
     check_device(config.device, "`device`")
+    from evenhand.training.vllm_policy import check_engine_config
+
+    check_engine_config(config, int(os.environ.get("WORLD_SIZE", "1")))  # before the model check: a URL
     check_local(config.model, "`model`")
     manifest = _train_locked(config, train_dpo_rr)
     names = ["composite", *config.scorer_names]
@@ -73,7 +78,6 @@ def _train_locked(config: DPORRConfig, train: Callable[[DPORRConfig], dict[str, 
     Under ``accelerate launch`` only the rank-0 process takes the lock (the
     others write nothing but wait for it).
     """
-    import os
     from pathlib import Path
 
     from evenhand.evaluation.outputs import (
