@@ -150,8 +150,11 @@ class VllmPolicy:
         from vllm.lora.request import LoRARequest  # pyright: ignore[reportMissingImports]
 
         digest = adapter_digest(adapter)
-        lora_id = self._ids.setdefault(digest, len(self._ids) + 1)
-        return LoRARequest(f"policy-{digest[:16]}", lora_id, str(Path(adapter).resolve()))
+        return LoRARequest(f"policy-{digest[:16]}", self.lora_id(digest), str(Path(adapter).resolve()))
+
+    def lora_id(self, digest: str) -> int:
+        """vLLM's integer id of the adapter whose weights have SHA-256 ``digest`` (1, 2, ... in order seen)."""
+        return self._ids.setdefault(digest, len(self._ids) + 1)
 
     def close(self) -> None:
         """Release the engine if this policy built it (a given engine stays with its owner)."""
