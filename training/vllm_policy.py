@@ -41,6 +41,9 @@ from ..evaluation.schema import DataError
 
 #: LoRA ranks vLLM's ``max_lora_rank`` accepts (vllm.config.lora.MaxLoRARanks, vLLM 0.32).
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+#: Share of GPU memory the engine takes on CUDA (``gpu_memory_utilization``; CPU: unused): the
+#: policy being trained lives on the same GPU (VllmEngine's own default, 0.85, leaves it too little).
+GPU_MEMORY_SHARE = 0.4
 #: The adapter file whose content names an adapter.
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 #: Why ``method: grpo`` cannot generate through vLLM here (measured; docs/training.md).
@@ -131,6 +134,7 @@ class VllmPolicy:
 
         return EngineSettings(
             seed=int(config.seed),
+            gpu_memory_utilization=GPU_MEMORY_SHARE,
             extra={"enable_lora": True, "max_lora_rank": max_lora_rank(int(config.lora_r)), "max_loras": 1},
         )
 
