@@ -18,7 +18,10 @@ Iteration k = 1..K:
 
 Each step is a stage function of ``evenhand.training.stages`` (sample, score,
 pair, train_dpo, evaluate) over a ``RunContext`` (``evenhand.training.context``);
-the run folder is a ``RunStore`` (``evenhand.training.store``).
+the run folder is a ``RunStore`` (``evenhand.training.store``). With
+``engine="vllm"`` steps 2 and 6 decode through one in-process vLLM engine serving
+the iteration's saved adapter as a LoRA (``evenhand.training.vllm_policy``);
+``summary.json``'s ``seconds`` time ``sample``, ``score``, ``train`` and ``eval``.
 
 With ``method="grpo"`` steps 2-5 are one call of trl's ``GRPOTrainer`` on the
 iteration's prompts (``evenhand.training.grpo``): it generates ``candidates``
