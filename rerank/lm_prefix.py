@@ -219,19 +219,80 @@ class LmBackedConfig(ScorerConfig):
 LmBackedConfigT = TypeVar("LmBackedConfigT", bound=LmBackedConfig)
 
 
+class ServerPromptLogprobs:
+    """``prompt_logprobs`` of a vLLM server, with :meth:`VllmEngine.prompt_logprobs`' contract.
+
+    One ``/v1/completions`` request per prompt: the token ids as ``prompt``, ``max_tokens``
+    1, ``prompt_logprobs`` 0 (vLLM's extension: ``choices[0].prompt_logprobs`` lists, per
+    prompt position, ``None`` for the first token and then ``{token id: {logprob, rank,
+    decoded_token}}`` holding at least the prompt's own token). Requests go out through the
+    client (``max_concurrency`` in flight, retries, timeout); vLLM's prefix cache shares the
+    prompts' common prefix. ``config`` answers ``is_encoder_decoder`` (False: vLLM serves
+    causal LMs through ``/v1/completions``).
+    """
+
+    def __init__(self, client: ServerClient) -> None:
+        from types import SimpleNamespace
+
+        self.client = client
+        self.config = SimpleNamespace(is_encoder_decoder=False)
+        self.requests = 0
+
+    def _values(self, prompt: Sequence[int], response: Any) -> list[float]:
+        try:
+            steps = response["choices"][0]["prompt_logprobs"]
+            if not isinstance(steps, list) or len(steps) != len(prompt):
+                raise TypeError
+            return [float(step[str(tok)]["logprob"]) for tok, step in zip(prompt[1:], steps[1:])]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise DataError(
+                f"server {self.client.url.base} does not return prompt log-probs on token ids "
+                "(`prompt_logprobs` on /v1/completions, a vLLM extension; llama.cpp and OpenAI have none): "
+                "give a vLLM server URL or a local model (alias, folder or cached HF id) — see docs/serving.md"
+            ) from None
+
+    def probe(self) -> None:
+        """One two-token request: DataError (exit 2, one line) unless the server returns prompt log-probs."""
+        self.prompt_logprobs([[0, 0]])
+
+    def prompt_logprobs(self, prompts: Sequence[Sequence[int]], progress: bool = False) -> list[list[float]]:
+        """log p(t_i | t_<i) of every token of each prompt after its first (len − 1 values each)."""
+        if not prompts:
+            return []
+        prompts = [[int(t) for t in p] for p in prompts]
+        self.requests += len(prompts)
+        bodies = [{"prompt": p, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0} for p in prompts]
+        return [self._values(p, r) for p, r in zip(prompts, self.client.completions(bodies))]
+
+
+def server_prompt_model(client: ServerClient) -> tuple[ServerPromptLogprobs, Any]:
+    """``(ServerPromptLogprobs, tokenizer)`` of a vLLM server, probed once per client (DataError, exit 2)."""
+    if "prompt_logprobs" not in client.memo:
+        from ..decoding.server_generate import server_tokenizer
+
+        model = ServerPromptLogprobs(client)
+        model.probe()
+        client.memo["prompt_logprobs"] = (model, server_tokenizer(client))
+    return client.memo["prompt_logprobs"]
+
+
 class LmBackedScorer(Scorer[LmBackedConfigT]):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
     Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
     scorer with ``serves = True`` (the LLM judges) also takes a server URL
     ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
-    then reads ``max_concurrency`` and ``timeout``); the others refuse one with a
-    ``DataError`` when built, before any model or request.
+    then reads ``max_concurrency`` and ``timeout``); so does one with ``reads_prompts =
+    True`` (the LM-likelihood scorers), which reads a vLLM server's prompt log-probs
+    (:class:`ServerPromptLogprobs`) and the served model's tokenizer, loaded here. Others
+    refuse one with a ``DataError`` when built, before any model or request.
     """
 
     Config = LmBackedConfig
     #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
     serves: ClassVar[bool] = False
+    #: Whether ``config.model`` may be a vLLM server URL read through its prompt log-probs.
+    reads_prompts: ClassVar[bool] = False
 
     def __init__(self, config: LmBackedConfigT | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
@@ -240,7 +301,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         self._model_name = self.config.model
         self.server: Any = None
         if is_server_url(self.config.model):
-            if not self.serves:
+            if not (self.serves or self.reads_prompts):
                 raise DataError(
                     f"scorer {self.name!r}: `model` {self.config.model!r} is a server URL, but "
                     f"{self.name} needs the log-probabilities of the summary's own tokens read as a "
@@ -272,7 +333,27 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         """The model's name; for a server ``BASE#MODEL`` (asks ``/v1/models`` when the URL names none)."""
         return self.server.key if self.server is not None else self._model_name
 
+    def _model_content(self) -> list[str] | None:
+        """Local models: their files' digests. A server read for prompt log-probs: the model folder
+        or id it serves (``/v1/models`` root) and, when that folder is here too, its digest."""
+        if not self.reads_server_prompts():
+            return super()._model_content()
+        from ..evaluation.outputs import content_digest
+
+        assert self.server is not None
+        root = str(self.server.model_entry().get("root") or self.server.model)
+        digest = content_digest(root) if not is_server_url(root) else None
+        return [f"served:{root}", "prompt-logprobs", *([digest] if digest is not None else [])]
+
+    def reads_server_prompts(self) -> bool:
+        """Whether this scorer reads a server's prompt log-probs on token ids (:class:`ServerPromptLogprobs`)."""
+        return self.server is not None and self.reads_prompts
+
     def _load(self) -> tuple[Any, Any]:
+        if self.server is not None and self.reads_server_prompts():
+            if self._model is None:
+                self._model, self._tokenizer = server_prompt_model(self.server)
+            return self._model, self._tokenizer
         if self.server is not None:
             raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
         if self._model is None and self.on_vllm:

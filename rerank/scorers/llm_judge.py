@@ -20,7 +20,7 @@ from typing import Any
 
 from ...decoding.server import ServerConfig
 from ...evaluation.registry import register
-from ...evaluation.schema import Example
+from ...evaluation.schema import DataError, Example
 from ..lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
@@ -215,8 +215,31 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
             ids.append(enc[0])
         return ids
 
+    def reads_server_prompts(self) -> bool:
+        """Whether this judge reads its server URL's prompt log-probs on token ids (exact digit probabilities).
+
+        ``mode="expected"`` on a server that returns ``prompt_logprobs`` (vLLM) and whose
+        model's tokenizer loads here (``/v1/models`` root): the in-process prompt's token ids
+        + each digit, as on the in-process vLLM engine. Otherwise (llama.cpp, a tokenizer
+        not here) the chat ``top_logprobs`` path (``rerank.server_judge``). Decided once per
+        client; an unreachable server raises.
+        """
+        if self.server is None or self.config.mode != "expected":
+            return False
+        memo = self.server.memo
+        if "judge_prompts" not in memo:
+            from ..lm_prefix import server_prompt_model
+
+            self.server.model_entry()  # an unreachable server raises here, not as "no log-probs"
+            try:
+                server_prompt_model(self.server)
+                memo["judge_prompts"] = True
+            except DataError:
+                memo["judge_prompts"] = False
+        return bool(memo["judge_prompts"])
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        if self.server is not None:
+        if self.server is not None and not self.reads_server_prompts():
             from ..server_judge import judge_via_server
 
             return judge_via_server(self.server, self.template, sources, outputs, self.config.mode)
@@ -252,14 +275,14 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     def digit_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """(k, 5) P("1".."5" next) after prefix + each suffix, from the full softmax.
 
-        In-process: one forward (``next_token_probs``). vLLM: the prompt log-prob of each
+        In-process: one forward (``next_token_probs``). vLLM (in-process or a server): the prompt log-prob of each
         digit appended to each prompt (5 requests per summary sharing vLLM's prefix cache),
         so every digit's probability is exact even when it is not among the top tokens.
         """
         import torch
 
         digits = self.digit_ids()
-        if not self.on_vllm:
+        if not self.on_vllm and self.server is None:
             return self.next_token_probs(prefix, suffixes)[:, digits].cpu()
         prompts = [prefix + suffix + [d] for suffix in suffixes for d in digits]
         values = self._load()[0].prompt_logprobs(prompts)
@@ -271,7 +294,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         for row in digit_probs.tolist():
             value, argmax = expected_digit(row)
             results.append(
-                {"score": value, "argmax": argmax, "digit_mass": sum(row), "judge": self._model_name}
+                {"score": value, "argmax": argmax, "digit_mass": sum(row), "judge": self.model_id}
             )
         return results
 
