@@ -15,7 +15,7 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -41,7 +41,7 @@ class FakeVllm:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
                 pass
 
             def _answer(self, status: int, body: Any) -> None:
@@ -173,7 +173,7 @@ def test_lm_scorers_through_the_server_equal_in_process(fake, tiny_causal):
     summaries = ["The battery is great.", "The screen is slow.", ""]
     sources = [EXAMPLES[0], EXAMPLES[1], EXAMPLES[1]]
     for name in ("lm-pmi", "lm-likelihood", "fluency", "fairsumm-bartscore"):
-        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(sources, summaries)
+        here = cast(Any, get_scorer(name, progress=False)).use_model(model, tok, "here").score(sources, summaries)
         served = get_scorer(name, progress=False, model=fake.url, max_concurrency=2)
         assert served.score(sources, summaries) == pytest.approx(here, abs=1e-5)
         assert served.model_id == f"{fake.url}#tiny"
@@ -200,7 +200,7 @@ def test_judges_through_the_server_read_exact_digit_probabilities(fake, tiny_cau
     model, tok = tiny_causal
     summaries = ["The battery is great.", "Aliens landed."]
     for name in ("llm-coverage", "llm-faithfulness"):
-        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(EXAMPLES, summaries)
+        here = cast(Any, get_scorer(name, progress=False)).use_model(model, tok, "here").score(EXAMPLES, summaries)
         served = get_scorer(name, progress=False, model=fake.url)
         assert served.score(EXAMPLES, summaries) == pytest.approx(here, abs=1e-5)
 
@@ -210,9 +210,11 @@ def test_server_scores_are_keyed_by_the_served_model(fake, tiny_causal, model_di
 
     served = get_scorer("lm-pmi", model=fake.url)
     local = get_scorer("lm-pmi", model=str(model_dir))
-    assert served._cached_model_content()[:2] == [f"served:{model_dir}", "prompt-logprobs"]
+    content, local_content = served._cached_model_content(), local._cached_model_content()
+    assert content is not None and local_content is not None
+    assert content[:2] == [f"served:{model_dir}", "prompt-logprobs"]
     # the served folder's digest is the one the local path gets: same files, same digest
-    assert served._cached_model_content()[2] == local._cached_model_content()[0]
+    assert content[2] == local_content[0]
     assert served._key(EXAMPLES[0], "s") != local._key(EXAMPLES[0], "s")
     paced = get_scorer("lm-pmi", model=fake.url, max_concurrency=1, timeout=5.0)
     assert paced._key(EXAMPLES[0], "s") == served._key(EXAMPLES[0], "s")
