@@ -12,12 +12,17 @@ Prints, each measured in this process on the same model (embedded SmolLM2-135M, 
    N-gram UER difference; and its overhead against vLLM's own ``LLM.beam_search``
    on the same prompts (goal <= 1.5x);
 3. ``lm-pmi`` through vLLM against in-process on the same summaries: the largest
-   per-summary difference in nats/token (goal <= 1e-3) and the time of each.
+   per-summary difference in nats/token (goal <= 1e-3) and the time of each;
+4. the same through a vLLM server URL (``--server URL``, else a local server started
+   with ``--max-logprobs 64``): fair beam search (``ServerNextToken``) against
+   in-process — time, identical summaries — and ``lm-pmi``, ``llm-coverage`` against
+   in-process — largest difference, time (``--max-concurrency``: requests in flight).
 
 Parts 2 and 3 need vLLM (``make setup-vllm``; run this with ``.venv-vllm/bin/python``)
 and are skipped with a line saying so without it.
 
     python -m benchmarks.bench_vllm_beam [--examples 8] [--summaries 24] [--tokens 48] [--parts 1,2,3]
+    python -m benchmarks.bench_vllm_beam --parts 4 [--server http://HOST:PORT/v1] [--max-concurrency 4]
 """
 
 from __future__ import annotations
@@ -141,12 +146,55 @@ def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  
     print(f"   in-process {t_local:.1f} s, vLLM {t_vllm:.1f} s; largest difference {worst:.2e} nats/token (goal <= 1e-3)")
 
 
+def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency: int) -> None:  # noqa: ANN001
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.server import ServerClient, ServerConfig
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.registry import get_scorer
+
+    print(f"\n4. through the vLLM server {url} (max concurrency {concurrency})")
+    path = SHARED / "perspectivesumm" / "amazon_gold.json"
+    if path.exists():
+        examples = load_examples(path)[:n]
+        config = GenerateConfig(max_new_tokens=tokens, num_beams=4, fairness="ratio", fair_beam=1.0, batch_size=4)
+        client = ServerClient(url, ServerConfig(max_concurrency=concurrency))
+        generate(client, None, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4, fairness="ratio",
+                                                           fair_beam=1.0), progress=False)  # probe, tokenizer
+        start = time.perf_counter()
+        remote = generate(client, None, examples, config, progress=False)
+        t_server = time.perf_counter() - start
+        start = time.perf_counter()
+        local = generate(model, tok, examples, config, progress=False)
+        t_local = time.perf_counter() - start
+        same = sum(a == b for a, b in zip(local, remote))
+        print(f"   fair beam (ratio, beta 1, 4 beams, {tokens} new tokens), {n} amazon gold sources: "
+              f"in-process {t_local:.1f} s, server {t_server:.1f} s ({t_local / t_server:.2f}x); "
+              f"identical summaries {same}/{n}; {client.stats.requests} requests")
+    if data is None:
+        return
+    sources, summaries = data
+    for name, field in (("lm-pmi", "model"), ("llm-coverage", "model")):
+        start = time.perf_counter()
+        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(sources, summaries)  # pyright: ignore[reportAttributeAccessIssue]
+        t_local = time.perf_counter() - start
+        served = get_scorer(name, progress=False, max_concurrency=concurrency, **{field: url})
+        served.score(sources[:1], summaries[:1])  # probe and tokenizer (not timed)
+        start = time.perf_counter()
+        there = served.score(sources, summaries)
+        t_server = time.perf_counter() - start
+        worst = max(abs(a - b) for a, b in zip(here, there))
+        print(f"   {name} on {len(summaries)} dev controlled summaries: in-process {t_local:.1f} s, server "
+              f"{t_server:.1f} s; largest difference {worst:.2e} (goal <= 1e-3)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--summaries", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=48)
-    parser.add_argument("--parts", default="1,2,3", help="which measurements to run (default all)")
+    parser.add_argument("--parts", default="1,2,3", help="which measurements to run (default 1,2,3; 4: a server)")
+    parser.add_argument("--server", default=None, help="part 4: a vLLM server URL (default: start one here)")
+    parser.add_argument("--max-concurrency", type=int, default=4, help="part 4: requests in flight")
     args = parser.parse_args()
     parts = {int(p) for p in args.parts.split(",")}
     import torch
@@ -161,8 +209,17 @@ def main() -> int:
         print("1./3.: shared data absent, skipped")
     elif 1 in parts:
         shared_passes(model, tok, *data)
+    if 4 in parts and args.server:
+        through_server(args.server, model, tok, args.examples, args.tokens, data, args.max_concurrency)
     if importlib.util.find_spec("vllm") is None:
-        print("\n2./3.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
+        print("\n2./3./4.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
+        return 0
+    if 4 in parts and not args.server:
+        from evenhand.decoding.vllm_server import local_vllm_server
+
+        with local_vllm_server("smollm2-135m-instruct", max_logprobs=64) as (url, _):
+            through_server(url, model, tok, args.examples, args.tokens, data, args.max_concurrency)
+    if not parts & {2, 3}:
         return 0
     engine = vllm_engine()
     if 2 in parts:
