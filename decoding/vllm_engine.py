@@ -185,7 +185,8 @@ class VllmEngine:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.settings.cpu_kv_cache_gib))
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        # the processors below implement the V1 model runner's interface (docs/serving.md)
+        # the processors implement both runners' interfaces, but only V1's ran in a real vLLM
+        # here (no GPU for V2); docs/serving.md, "What vLLM's model runners need"
         os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
         from vllm import LLM  # pyright: ignore[reportMissingImports]
 
