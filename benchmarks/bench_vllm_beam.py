@@ -28,6 +28,7 @@ and are skipped with a line saying so without it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -108,16 +109,25 @@ def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     t_local = time.perf_counter() - start
     nt = VllmNextToken(engine)
     fair_beam_generate(nt, tok, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4), engine.vocab_size, progress=False)
-    start = time.perf_counter()
-    remote = fair_beam_generate(nt, tok, examples, config, engine.vocab_size, progress=False)
-    t_vllm = time.perf_counter() - start
     from vllm.sampling_params import BeamSearchParams  # pyright: ignore[reportMissingImports]
 
     enc = encode_prompts(model, tok, examples, config)
     prompts = [{"prompt_token_ids": row[mask.bool()].tolist()} for row, mask in zip(enc["input_ids"], enc["attention_mask"])]
+    # each vLLM run starts from an empty prefix cache: the one run second must not find the
+    # prompts the first one prefilled (the cache then only serves each run's own steps)
+    engine.llm.reset_prefix_cache()
     start = time.perf_counter()
     engine.llm.beam_search(prompts, BeamSearchParams(beam_width=4, max_tokens=tokens))
     t_plain = time.perf_counter() - start
+    engine.llm.reset_prefix_cache()
+    start = time.perf_counter()
+    ours_plain = fair_beam_generate(nt, tok, examples, dataclasses.replace(config, fairness=None, fair_beam=0.0),
+                                    engine.vocab_size, progress=False)
+    t_loop = time.perf_counter() - start
+    engine.llm.reset_prefix_cache()
+    start = time.perf_counter()
+    remote = fair_beam_generate(nt, tok, examples, config, engine.vocab_size, progress=False)
+    t_vllm = time.perf_counter() - start
     fs = get_scorer("fairsumm", progress=False)
     uer_local = [-x for x in fs.score(examples, local)]
     uer_vllm = [-x for x in fs.score(examples, remote)]
@@ -128,7 +138,14 @@ def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     print(f"   vLLM fair beam (step loop): {t_vllm:.1f} s ({n / t_vllm:.3f} summaries/s), "
           f"speed-up {t_local / t_vllm:.2f}x (goal >= 2x)")
     print(f"   vLLM plain beam_search: {t_plain:.1f} s; fair overhead {t_vllm / t_plain:.2f}x (goal <= 1.5x)")
-    print(f"   identical summaries: {same}/{n}; N-gram UER vLLM − in-process: {diff:+.4f} (mean paired)")
+    print(f"   evenhand's step loop at beta 0 (plain beam search, --engine vllm --num-beams 4): {t_loop:.1f} s, "
+          f"{t_loop / t_plain:.2f}x vLLM's beam_search; fair / plain step loop {t_vllm / t_loop:.2f}x")
+    print(f"   identical summaries: {same}/{n}; N-gram UER vLLM − in-process: {diff:+.4f} (mean paired); "
+          f"UER fair − plain on vLLM: {sum(_uer_of(fs, examples, remote)) / n - sum(_uer_of(fs, examples, ours_plain)) / n:+.4f}")
+
+
+def _uer_of(fs: Any, examples: list, summaries: list[str]) -> list[float]:
+    return [-x for x in fs.score(examples, summaries)]
 
 
 def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  # noqa: ANN001

@@ -35,8 +35,8 @@ except ``seed`` (use ``seeds``), plus:
   would be an axis), e.g. ``"llm-coverage,alignscore"``; several are combined
   with the ``composite`` scorer;
 * ``engine``: ``transformers`` (default, in-process) or ``vllm`` (in-process vLLM,
-  ``decoding/vllm_engine.py``; greedy instead of plain beam search; fair beam search
-  runs as a step loop outside the engine, without ``fairness_strength`` or abstractiveness);
+  ``decoding/vllm_engine.py``; beam search, plain or fair, as the step loop of
+  ``decoding/vllm_beam.py``, greedy with a token-raising processor);
   a base option or a grid axis (``engine: [transformers, vllm]``);
 * ``name``: a label for an explicit cell (not a setting: cells are identified
   by their settings).
@@ -241,7 +241,6 @@ class SweepConfig:
             if cell.engine == "vllm":
                 from evenhand.decoding.vllm_generate import check_vllm_config
 
-                # fair beam search runs as the step loop outside the engine (decoding/vllm_beam.py)
                 check_vllm_config(cell.generate_config(self.seeds[0]), beam_loop=True)
 
 
