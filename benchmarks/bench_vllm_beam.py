@@ -180,6 +180,7 @@ def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency:
         start = time.perf_counter()
         remote = generate(client, None, examples, config, progress=False)
         t_server = time.perf_counter() - start
+        print(f"   fair beam through the server: {t_server:.1f} s ({client.stats.requests} requests)", flush=True)
         start = time.perf_counter()
         local = generate(model, tok, examples, config, progress=False)
         t_local = time.perf_counter() - start
