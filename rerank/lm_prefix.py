@@ -220,15 +220,19 @@ LmBackedConfigT = TypeVar("LmBackedConfigT", bound=LmBackedConfig)
 
 
 class ServerPromptLogprobs:
-    """``prompt_logprobs`` of a vLLM server, with :meth:`VllmEngine.prompt_logprobs`' contract.
+    """Log-probs of given tokens from a vLLM server, with :meth:`VllmEngine.prompt_logprobs`' contract.
 
-    One ``/v1/completions`` request per prompt: the token ids as ``prompt``, ``max_tokens``
-    1, ``prompt_logprobs`` 0 (vLLM's extension: ``choices[0].prompt_logprobs`` lists, per
-    prompt position, ``None`` for the first token and then ``{token id: {logprob, rank,
-    decoded_token}}`` holding at least the prompt's own token). Requests go out through the
-    client (``max_concurrency`` in flight, retries, timeout); vLLM's prefix cache shares the
-    prompts' common prefix. ``config`` answers ``is_encoder_decoder`` (False: vLLM serves
-    causal LMs through ``/v1/completions``).
+    :meth:`prompt_logprobs` (the LM scorers): one ``/v1/completions`` request per prompt,
+    the token ids as ``prompt``, ``max_tokens`` 1, ``prompt_logprobs`` 0 (vLLM's extension:
+    ``choices[0].prompt_logprobs`` lists, per prompt position, ``None`` for the first token
+    and then ``{token id: {logprob, rank, decoded_token}}`` holding at least the prompt's
+    own token). vLLM skips its prefix cache for such requests (every position's logits
+    are needed). :meth:`next_logprobs` (the judges): the log-probs of a few given tokens
+    at the position after each prompt, one request per prompt with ``logprob_token_ids``
+    (``logprobs`` = their number, ``return_tokens_as_token_ids``), which the prefix cache
+    serves. Requests go out through the client (``max_concurrency`` in flight, retries,
+    timeout). ``config`` answers ``is_encoder_decoder`` (False: vLLM serves causal LMs
+    through ``/v1/completions``).
     """
 
     def __init__(self, client: ServerClient) -> None:
@@ -237,6 +241,14 @@ class ServerPromptLogprobs:
         self.client = client
         self.config = SimpleNamespace(is_encoder_decoder=False)
         self.requests = 0
+        self.probed: set[str] = set()
+
+    def _refuse(self, what: str) -> DataError:
+        return DataError(
+            f"server {self.client.url.base} does not return {what} (a vLLM extension of /v1/completions; "
+            "llama.cpp, TGI and OpenAI have none): give a vLLM server URL or a local model (alias, folder "
+            "or cached HF id) — see docs/serving.md"
+        )
 
     def _values(self, prompt: Sequence[int], response: Any) -> list[float]:
         try:
@@ -245,15 +257,17 @@ class ServerPromptLogprobs:
                 raise TypeError
             return [float(step[str(tok)]["logprob"]) for tok, step in zip(prompt[1:], steps[1:])]
         except (KeyError, IndexError, TypeError, ValueError):
-            raise DataError(
-                f"server {self.client.url.base} does not return prompt log-probs on token ids "
-                "(`prompt_logprobs` on /v1/completions, a vLLM extension; llama.cpp and OpenAI have none): "
-                "give a vLLM server URL or a local model (alias, folder or cached HF id) — see docs/serving.md"
-            ) from None
+            raise self._refuse("prompt log-probs on token ids (`prompt_logprobs`)") from None
 
-    def probe(self) -> None:
-        """One two-token request: DataError (exit 2, one line) unless the server returns prompt log-probs."""
-        self.prompt_logprobs([[0, 0]])
+    def probe(self, what: str = "prompt_logprobs") -> None:
+        """One tiny request, once: DataError (exit 2, one line) unless the server answers ``what``
+        (``prompt_logprobs`` or ``logprob_token_ids``) on token ids."""
+        if what not in self.probed:
+            if what == "prompt_logprobs":
+                self.prompt_logprobs([[0, 0]])
+            else:
+                self.next_logprobs([[0]], [0])
+            self.probed.add(what)
 
     def prompt_logprobs(self, prompts: Sequence[Sequence[int]], progress: bool = False) -> list[list[float]]:
         """log p(t_i | t_<i) of every token of each prompt after its first (len − 1 values each)."""
@@ -264,16 +278,38 @@ class ServerPromptLogprobs:
         bodies = [{"prompt": p, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0} for p in prompts]
         return [self._values(p, r) for p, r in zip(prompts, self.client.completions(bodies))]
 
+    def next_logprobs(self, prompts: Sequence[Sequence[int]], token_ids: Sequence[int]) -> list[list[float]]:
+        """log p(token | prompt) of each of ``token_ids`` after each prompt (one request per prompt)."""
+        if not prompts:
+            return []
+        ids = [int(t) for t in token_ids]
+        self.requests += len(prompts)
+        bodies = [
+            {"prompt": [int(t) for t in p], "max_tokens": 1, "temperature": 0.0, "logprobs": len(ids),
+             "logprob_token_ids": ids, "return_tokens_as_token_ids": True}
+            for p in prompts
+        ]
+        out = []
+        for response in self.client.completions(bodies):
+            try:
+                top = response["choices"][0]["logprobs"]["top_logprobs"][0]
+                out.append([float(top[f"token_id:{t}"]) for t in ids])
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise self._refuse("the log-probs of given next tokens on token ids (`logprob_token_ids`)") from None
+        return out
 
-def server_prompt_model(client: ServerClient) -> tuple[ServerPromptLogprobs, Any]:
-    """``(ServerPromptLogprobs, tokenizer)`` of a vLLM server, probed once per client (DataError, exit 2)."""
-    if "prompt_logprobs" not in client.memo:
+
+def server_prompt_model(client: ServerClient, need: str = "prompt_logprobs") -> tuple[ServerPromptLogprobs, Any]:
+    """``(ServerPromptLogprobs, tokenizer)`` of a vLLM server, ``need`` probed once per client (DataError, exit 2)."""
+    if "prompt_model" not in client.memo:
+        client.memo["prompt_model"] = ServerPromptLogprobs(client)
+    model = client.memo["prompt_model"]
+    model.probe(need)
+    if "tokenizer" not in client.memo:
         from ..decoding.server_generate import server_tokenizer
 
-        model = ServerPromptLogprobs(client)
-        model.probe()
-        client.memo["prompt_logprobs"] = (model, server_tokenizer(client))
-    return client.memo["prompt_logprobs"]
+        client.memo["tokenizer"] = server_tokenizer(client)
+    return model, client.memo["tokenizer"]
 
 
 class LmBackedScorer(Scorer[LmBackedConfigT]):
@@ -293,6 +329,8 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
     serves: ClassVar[bool] = False
     #: Whether ``config.model`` may be a vLLM server URL read through its prompt log-probs.
     reads_prompts: ClassVar[bool] = False
+    #: What such a scorer reads from the server (``ServerPromptLogprobs.probe``).
+    server_reads: ClassVar[str] = "prompt_logprobs"
 
     def __init__(self, config: LmBackedConfigT | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
@@ -343,7 +381,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         assert self.server is not None
         root = str(self.server.model_entry().get("root") or self.server.model)
         digest = content_digest(root) if not is_server_url(root) else None
-        return [f"served:{root}", "prompt-logprobs", *([digest] if digest is not None else [])]
+        return [f"served:{root}", self.server_reads, *([digest] if digest is not None else [])]
 
     def reads_server_prompts(self) -> bool:
         """Whether this scorer reads a server's prompt log-probs on token ids (:class:`ServerPromptLogprobs`)."""
@@ -352,7 +390,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
     def _load(self) -> tuple[Any, Any]:
         if self.server is not None and self.reads_server_prompts():
             if self._model is None:
-                self._model, self._tokenizer = server_prompt_model(self.server)
+                self._model, self._tokenizer = server_prompt_model(self.server, self.server_reads)
             return self._model, self._tokenizer
         if self.server is not None:
             raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")

@@ -78,9 +78,13 @@ class FakeVllm:
         choice: dict[str, Any] = {"index": 0, "text": "x", "logprobs": None}
         if k is not None:
             top = torch.topk(lps[-1], k=min(k, 20) if self.flavour == "llama" else k)
+            ids_out, values = top.indices.tolist(), top.values.tolist()
+            if self.flavour == "vllm" and body.get("logprob_token_ids"):  # these tokens, not the top k
+                ids_out = body["logprob_token_ids"]
+                values = lps[-1, ids_out].tolist()
             as_ids = self.flavour == "vllm" and body.get("return_tokens_as_token_ids")
-            keys = [f"token_id:{t}" if as_ids else f"t{t}" for t in top.indices.tolist()]
-            choice["logprobs"] = {"tokens": keys[:1], "top_logprobs": [dict(zip(keys, top.values.tolist()))]}
+            keys = [f"token_id:{t}" if as_ids else f"t{t}" for t in ids_out]
+            choice["logprobs"] = {"tokens": keys[:1], "top_logprobs": [dict(zip(keys, values))]}
         if self.flavour == "vllm" and body.get("prompt_logprobs") is not None:
             values = lps[:-1].gather(1, torch.tensor(ids[1:])[:, None])[:, 0].tolist()
             choice["prompt_logprobs"] = [None] + [
@@ -202,7 +206,12 @@ def test_judges_through_the_server_read_exact_digit_probabilities(fake, tiny_cau
     for name in ("llm-coverage", "llm-faithfulness"):
         here = cast(Any, get_scorer(name, progress=False)).use_model(model, tok, "here").score(EXAMPLES, summaries)
         served = get_scorer(name, progress=False, model=fake.url)
+        before = len(fake.bodies)
         assert served.score(EXAMPLES, summaries) == pytest.approx(here, abs=1e-5)
+        # one request per summary: its prompt's token ids, the five digits' log-probs after it
+        probe, *sent = fake.bodies[before:]  # the client's one probe first
+        assert probe["prompt"] == [0] and probe["logprob_token_ids"] == [0]
+        assert len(sent) == 2 and all(len(b["logprob_token_ids"]) == 5 and b["logprobs"] == 5 for b in sent)
 
 
 def test_server_scores_are_keyed_by_the_served_model(fake, tiny_causal, model_dir):
@@ -212,7 +221,7 @@ def test_server_scores_are_keyed_by_the_served_model(fake, tiny_causal, model_di
     local = get_scorer("lm-pmi", model=str(model_dir))
     content, local_content = served._cached_model_content(), local._cached_model_content()
     assert content is not None and local_content is not None
-    assert content[:2] == [f"served:{model_dir}", "prompt-logprobs"]
+    assert content[:2] == [f"served:{model_dir}", "prompt_logprobs"]
     # the served folder's digest is the one the local path gets: same files, same digest
     assert content[2] == local_content[0]
     assert served._key(EXAMPLES[0], "s") != local._key(EXAMPLES[0], "s")

@@ -156,6 +156,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
     serves = True
+    server_reads = "logprob_token_ids"
 
     def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
@@ -218,10 +219,11 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     def reads_server_prompts(self) -> bool:
         """Whether this judge reads its server URL's prompt log-probs on token ids (exact digit probabilities).
 
-        ``mode="expected"`` on a server that returns ``prompt_logprobs`` (vLLM) and whose
-        model's tokenizer loads here (``/v1/models`` root): the in-process prompt's token ids
-        + each digit, as on the in-process vLLM engine. Otherwise (llama.cpp, a tokenizer
-        not here) the chat ``top_logprobs`` path (``rerank.server_judge``). Decided once per
+        ``mode="expected"`` on a server that returns the log-probs of given next tokens
+        (``logprob_token_ids``, vLLM) and whose model's tokenizer loads here (``/v1/models``
+        root): the in-process prompt's token ids, and the five digits' log-probs after it
+        (:meth:`ServerPromptLogprobs.next_logprobs`). Otherwise (llama.cpp, a tokenizer not
+        here) the chat ``top_logprobs`` path (``rerank.server_judge``). Decided once per
         client; an unreachable server raises.
         """
         if self.server is None or self.config.mode != "expected":
@@ -232,7 +234,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
 
             self.server.model_entry()  # an unreachable server raises here, not as "no log-probs"
             try:
-                server_prompt_model(self.server)
+                server_prompt_model(self.server, self.server_reads)
                 memo["judge_prompts"] = True
             except DataError:
                 memo["judge_prompts"] = False
@@ -275,7 +277,8 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     def digit_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """(k, 5) P("1".."5" next) after prefix + each suffix, from the full softmax.
 
-        In-process: one forward (``next_token_probs``). vLLM (in-process or a server): the prompt log-prob of each
+        In-process: one forward (``next_token_probs``). A vLLM server: one request per summary
+        with the digits as ``logprob_token_ids``. In-process vLLM: the prompt log-prob of each
         digit appended to each prompt (5 requests per summary sharing vLLM's prefix cache),
         so every digit's probability is exact even when it is not among the top tokens.
         """
@@ -284,6 +287,9 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         digits = self.digit_ids()
         if not self.on_vllm and self.server is None:
             return self.next_token_probs(prefix, suffixes)[:, digits].cpu()
+        if self.server is not None:  # one request per summary: the digits' log-probs after it
+            values = self._load()[0].next_logprobs([prefix + suffix for suffix in suffixes], digits)
+            return torch.tensor(values, dtype=torch.float32).exp()
         prompts = [prefix + suffix + [d] for suffix in suffixes for d in digits]
         values = self._load()[0].prompt_logprobs(prompts)
         return torch.tensor([v[-1] for v in values], dtype=torch.float32).view(len(suffixes), len(digits)).exp()
