@@ -99,6 +99,7 @@ def beam_search_steps(
     num_return_sequences: int = 1,
     fair: Any = None,
     adjust: Adjust | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> list[list[list[int]]]:
     """Beam search (fair with ``fair``, a ``FairBeamSettings``) over ``engine``'s next-token log-probs.
 
@@ -114,6 +115,7 @@ def beam_search_steps(
         adjust: candidate processors that only *lower* log-probs (e.g. a repetition
             penalty), applied to the returned candidates; the loop then asks for twice the
             candidates and checks that the pool's last one still beats every unreturned token.
+        on_step: called after each step with the number of requests it sent (progress).
 
     Returns:
         Per example its ``num_return_sequences`` best hypotheses (generated token ids only,
@@ -167,6 +169,8 @@ def beam_search_steps(
         if first:  # the other beams start dead (score −1e9) on the same candidates, as transformers
             ids, lps = ids.expand(b, k, -1), lps.expand(b, k, -1)
         done, _ = beam_step(state, config, fair, lps.float(), stop, token_ids=ids)
+        if on_step is not None:
+            on_step(len(prefixes))  # the requests this step sent (progress)
     sequences, lengths = finish(state, config, fair)
     out = [seq[:n].tolist() for seq, n in zip(sequences, lengths.tolist())]
     r = num_return_sequences
