@@ -99,7 +99,7 @@ def beam_search_steps(
     num_return_sequences: int = 1,
     fair: Any = None,
     adjust: Adjust | None = None,
-    on_step: Callable[[int], None] | None = None,
+    on_step: Callable[[int], object] | None = None,
 ) -> list[list[list[int]]]:
     """Beam search (fair with ``fair``, a ``FairBeamSettings``) over ``engine``'s next-token log-probs.
 
