@@ -302,10 +302,16 @@ def fair_beam_generate(
                     config.fair_meaning, config.fair_meaning_every, config.fair_meaning_measure,
                 )
             fair = FairBeamSettings(tables, config.fair_beam, config.fairness_tau, meaning=meaning)
-        hyps = beam_search_steps(
-            next_token, prompts, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens,
-            eos_token_ids=[tokenizer.eos_token_id], pad_token_id=tokenizer.pad_token_id, fair=fair, adjust=adjust,
-        )
+        from tqdm.auto import tqdm
+
+        # a step per generated token: the bar moves while a large batch is searched
+        with tqdm(total=config.max_new_tokens, desc="beam steps", unit="tok", leave=False,
+                  disable=not progress) as bar:
+            hyps = beam_search_steps(
+                next_token, prompts, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens,
+                eos_token_ids=[tokenizer.eos_token_id], pad_token_id=tokenizer.pad_token_id, fair=fair,
+                adjust=adjust, on_step=lambda requests: bar.update(1),
+            )
         decoded = tokenizer.batch_decode([h[0] for h in hyps], skip_special_tokens=True)
         summaries.add(batch, [(p + t).strip() for p, t in zip(prefixes, decoded)])
     return summaries.close()
