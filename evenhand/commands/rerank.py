@@ -96,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
+    if generate_config.beam_search and not floors:
+        raise DataError(
+            "--fair-beam/--fair-meaning shape beam search, which in rerank runs only for the floors' "
+            "reference candidate (recipe 'beam'); with --floors none there is none: set --floors, or use "
+            "`evenhand generate --fair-beam` (--fairness-strength steers the sampled candidates)"
+        )
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
     check_engine(args.engine, args.model)
