@@ -12,17 +12,23 @@ Prints, each measured in this process on the same model (embedded SmolLM2-135M, 
    N-gram UER difference; and its overhead against vLLM's own ``LLM.beam_search``
    on the same prompts (goal <= 1.5x);
 3. ``lm-pmi`` through vLLM against in-process on the same summaries: the largest
-   per-summary difference in nats/token (goal <= 1e-3) and the time of each.
+   per-summary difference in nats/token (goal <= 1e-3) and the time of each;
+4. the same through a vLLM server URL (``--server URL``, else a local server started
+   with ``--max-logprobs 64``): fair beam search (``ServerNextToken``) against
+   in-process — time, identical summaries — and ``lm-pmi``, ``llm-coverage`` against
+   in-process — largest difference, time (``--max-concurrency``: requests in flight).
 
 Parts 2 and 3 need vLLM (``make setup-vllm``; run this with ``.venv-vllm/bin/python``)
 and are skipped with a line saying so without it.
 
     python -m benchmarks.bench_vllm_beam [--examples 8] [--summaries 24] [--tokens 48] [--parts 1,2,3]
+    python -m benchmarks.bench_vllm_beam --parts 4 [--server http://HOST:PORT/v1] [--max-concurrency 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -103,16 +109,25 @@ def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     t_local = time.perf_counter() - start
     nt = VllmNextToken(engine)
     fair_beam_generate(nt, tok, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4), engine.vocab_size, progress=False)
-    start = time.perf_counter()
-    remote = fair_beam_generate(nt, tok, examples, config, engine.vocab_size, progress=False)
-    t_vllm = time.perf_counter() - start
     from vllm.sampling_params import BeamSearchParams  # pyright: ignore[reportMissingImports]
 
     enc = encode_prompts(model, tok, examples, config)
     prompts = [{"prompt_token_ids": row[mask.bool()].tolist()} for row, mask in zip(enc["input_ids"], enc["attention_mask"])]
+    # each vLLM run starts from an empty prefix cache: the one run second must not find the
+    # prompts the first one prefilled (the cache then only serves each run's own steps)
+    engine.llm.reset_prefix_cache()
     start = time.perf_counter()
     engine.llm.beam_search(prompts, BeamSearchParams(beam_width=4, max_tokens=tokens))
     t_plain = time.perf_counter() - start
+    engine.llm.reset_prefix_cache()
+    start = time.perf_counter()
+    ours_plain = fair_beam_generate(nt, tok, examples, dataclasses.replace(config, fairness=None, fair_beam=0.0),
+                                    engine.vocab_size, progress=False)
+    t_loop = time.perf_counter() - start
+    engine.llm.reset_prefix_cache()
+    start = time.perf_counter()
+    remote = fair_beam_generate(nt, tok, examples, config, engine.vocab_size, progress=False)
+    t_vllm = time.perf_counter() - start
     fs = get_scorer("fairsumm", progress=False)
     uer_local = [-x for x in fs.score(examples, local)]
     uer_vllm = [-x for x in fs.score(examples, remote)]
@@ -123,7 +138,14 @@ def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     print(f"   vLLM fair beam (step loop): {t_vllm:.1f} s ({n / t_vllm:.3f} summaries/s), "
           f"speed-up {t_local / t_vllm:.2f}x (goal >= 2x)")
     print(f"   vLLM plain beam_search: {t_plain:.1f} s; fair overhead {t_vllm / t_plain:.2f}x (goal <= 1.5x)")
-    print(f"   identical summaries: {same}/{n}; N-gram UER vLLM − in-process: {diff:+.4f} (mean paired)")
+    print(f"   evenhand's step loop at beta 0 (plain beam search, --engine vllm --num-beams 4): {t_loop:.1f} s, "
+          f"{t_loop / t_plain:.2f}x vLLM's beam_search; fair / plain step loop {t_vllm / t_loop:.2f}x")
+    print(f"   identical summaries: {same}/{n}; N-gram UER vLLM − in-process: {diff:+.4f} (mean paired); "
+          f"UER fair − plain on vLLM: {sum(_uer_of(fs, examples, remote)) / n - sum(_uer_of(fs, examples, ours_plain)) / n:+.4f}")
+
+
+def _uer_of(fs: Any, examples: list, summaries: list[str]) -> list[float]:
+    return [-x for x in fs.score(examples, summaries)]
 
 
 def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  # noqa: ANN001
@@ -141,12 +163,56 @@ def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  
     print(f"   in-process {t_local:.1f} s, vLLM {t_vllm:.1f} s; largest difference {worst:.2e} nats/token (goal <= 1e-3)")
 
 
+def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency: int) -> None:  # noqa: ANN001
+    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.server import ServerClient, ServerConfig
+    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.registry import get_scorer
+
+    print(f"\n4. through the vLLM server {url} (max concurrency {concurrency})")
+    path = SHARED / "perspectivesumm" / "amazon_gold.json"
+    if path.exists():
+        examples = load_examples(path)[:n]
+        config = GenerateConfig(max_new_tokens=tokens, num_beams=4, fairness="ratio", fair_beam=1.0, batch_size=4)
+        client = ServerClient(url, ServerConfig(max_concurrency=concurrency))
+        generate(client, None, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4, fairness="ratio",
+                                                           fair_beam=1.0), progress=False)  # probe, tokenizer
+        start = time.perf_counter()
+        remote = generate(client, None, examples, config, progress=False)
+        t_server = time.perf_counter() - start
+        print(f"   fair beam through the server: {t_server:.1f} s ({client.stats.requests} requests)", flush=True)
+        start = time.perf_counter()
+        local = generate(model, tok, examples, config, progress=False)
+        t_local = time.perf_counter() - start
+        same = sum(a == b for a, b in zip(local, remote))
+        print(f"   fair beam (ratio, beta 1, 4 beams, {tokens} new tokens), {n} amazon gold sources: "
+              f"in-process {t_local:.1f} s, server {t_server:.1f} s ({t_local / t_server:.2f}x); "
+              f"identical summaries {same}/{n}; {client.stats.requests} requests")
+    if data is None:
+        return
+    sources, summaries = data
+    for name, field in (("lm-pmi", "model"), ("llm-coverage", "model")):
+        start = time.perf_counter()
+        here = get_scorer(name, progress=False).use_model(model, tok, "here").score(sources, summaries)  # pyright: ignore[reportAttributeAccessIssue]
+        t_local = time.perf_counter() - start
+        served = get_scorer(name, progress=False, max_concurrency=concurrency, **{field: url})
+        served.score(sources[:1], summaries[:1])  # probe and tokenizer (not timed)
+        start = time.perf_counter()
+        there = served.score(sources, summaries)
+        t_server = time.perf_counter() - start
+        worst = max(abs(a - b) for a, b in zip(here, there))
+        print(f"   {name} on {len(summaries)} dev controlled summaries: in-process {t_local:.1f} s, server "
+              f"{t_server:.1f} s; largest difference {worst:.2e} (goal <= 1e-3)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--summaries", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=48)
-    parser.add_argument("--parts", default="1,2,3", help="which measurements to run (default all)")
+    parser.add_argument("--parts", default="1,2,3", help="which measurements to run (default 1,2,3; 4: a server)")
+    parser.add_argument("--server", default=None, help="part 4: a vLLM server URL (default: start one here)")
+    parser.add_argument("--max-concurrency", type=int, default=4, help="part 4: requests in flight")
     args = parser.parse_args()
     parts = {int(p) for p in args.parts.split(",")}
     import torch
@@ -161,8 +227,17 @@ def main() -> int:
         print("1./3.: shared data absent, skipped")
     elif 1 in parts:
         shared_passes(model, tok, *data)
+    if 4 in parts and args.server:
+        through_server(args.server, model, tok, args.examples, args.tokens, data, args.max_concurrency)
     if importlib.util.find_spec("vllm") is None:
-        print("\n2./3.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
+        print("\n2./3./4.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
+        return 0
+    if 4 in parts and not args.server:
+        from evenhand.decoding.vllm_server import local_vllm_server
+
+        with local_vllm_server("smollm2-135m-instruct", max_logprobs=64) as (url, _):
+            through_server(url, model, tok, args.examples, args.tokens, data, args.max_concurrency)
+    if not parts & {2, 3}:
         return 0
     engine = vllm_engine()
     if 2 in parts:

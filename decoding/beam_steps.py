@@ -16,8 +16,12 @@ Each beam asks for as many candidates as the step's pool holds (plain beam searc
 2 × ``num_beams``, as vLLM's ``beam_search``; fair: ``pool`` × that): every candidate
 of the pool is among its own beam's top candidates, so nothing the full-vocabulary
 search would pick is missed. At the first step all beams share the prompt, so
-one request per example is sent. An engine with prefix caching (vLLM) re-reads
-only the new token of each request.
+one request per example is sent. An example whose search is over (transformers'
+early-stop heuristic: no running beam can still beat its finished hypotheses) sends
+nothing more: its running beams can no longer change what it returns, so they get
+placeholder candidates (log-prob −1e9) instead of requests. An engine with prefix
+caching (vLLM) re-reads only the new token of each request (and the tokens after the
+last full KV block).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .beam_rank import BeamConfig, BeamState, beam_step, finish, pool_size
+from .beam_rank import NEG, BeamConfig, BeamState, beam_step, finish, pool_size
 
 
 class NextTokenEngine(Protocol):
@@ -95,6 +99,7 @@ def beam_search_steps(
     num_return_sequences: int = 1,
     fair: Any = None,
     adjust: Adjust | None = None,
+    on_step: Callable[[int], object] | None = None,
 ) -> list[list[list[int]]]:
     """Beam search (fair with ``fair``, a ``FairBeamSettings``) over ``engine``'s next-token log-probs.
 
@@ -110,6 +115,7 @@ def beam_search_steps(
         adjust: candidate processors that only *lower* log-probs (e.g. a repetition
             penalty), applied to the returned candidates; the loop then asks for twice the
             candidates and checks that the pool's last one still beats every unreturned token.
+        on_step: called after each step with the number of requests it sent (progress).
 
     Returns:
         Per example its ``num_return_sequences`` best hypotheses (generated token ids only,
@@ -148,12 +154,23 @@ def beam_search_steps(
         rows = state.running[:, :1, :0] if first else state.running[:, :, : state.cur_len]
         generated = rows.reshape(rows.shape[0] * rows.shape[1], rows.shape[2]).tolist()  # requests are lists
         per_beam = 1 if first else k
-        prefixes = [prompts[i // per_beam] + g for i, g in enumerate(generated)]
-        ids, lps = _candidates(engine, prefixes, state.cur_len, wanted, adjust)
+        # examples whose search is over send no requests (their finished hypotheses are final)
+        live = state.open[:, 0].repeat_interleave(per_beam).tolist()
+        prefixes = [prompts[i // per_beam] + g for i, (g, on) in enumerate(zip(generated, live)) if on]
+        some_ids, some_lps = _candidates(engine, prefixes, state.cur_len, wanted, adjust)
+        if all(live):
+            ids, lps = some_ids, some_lps
+        else:
+            rows = torch.tensor(live, dtype=torch.bool)
+            ids = torch.zeros((len(live), some_ids.shape[1]), dtype=torch.long)
+            lps = torch.full((len(live), some_lps.shape[1]), NEG, dtype=some_lps.dtype)
+            ids[rows], lps[rows] = some_ids, some_lps
         ids, lps = ids.view(b, per_beam, -1), lps.view(b, per_beam, -1)
         if first:  # the other beams start dead (score −1e9) on the same candidates, as transformers
             ids, lps = ids.expand(b, k, -1), lps.expand(b, k, -1)
         done, _ = beam_step(state, config, fair, lps.float(), stop, token_ids=ids)
+        if on_step is not None:
+            on_step(len(prefixes))  # the requests this step sent (progress)
     sequences, lengths = finish(state, config, fair)
     out = [seq[:n].tolist() for seq, n in zip(sequences, lengths.tolist())]
     r = num_return_sequences

@@ -133,6 +133,8 @@ class ServerClient:
         self._lock = threading.Lock()
         self._entry: dict[str, Any] | None = None
         self._processors: bool | None = None
+        #: What callers derive from this server once (its tokenizer, probe results), by name.
+        self.memo: dict[str, Any] = {}
 
     # -- identity ----------------------------------------------------------------
     @property

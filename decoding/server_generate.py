@@ -28,12 +28,17 @@ parameters. What a server cannot do:
   with ``--logits-processors evenhand.vllm:EvenhandLogitsProcessor``
   (``ServerClient(url, processors=True)``, the CLI's ``--server-processors``; one
   probe request, ``ServerClient.runs_evenhand_processors``, checks it): then ``abstractiveness``,
-  ``extractiveness`` and ``fairness_strength`` run there (``fair_beam`` and
-  ``processor_builders`` still raise). Such requests go to ``/completions`` with the
+  ``extractiveness`` and ``fairness_strength`` run there (``processor_builders``
+  still raise). Such requests go to ``/completions`` with the
   in-process templated prompt as token ids (response prefix included), the
   decoding settings of ``decoding/vllm_generate.py`` and evenhand's settings in
   ``vllm_xargs``; the served model's tokenizer must be loadable here (its
   ``/models`` ``root``: a folder or cached HF id);
+- **fair beam search** (``fair_beam``, ``fair_meaning``) runs on a vLLM server as a step
+  loop here (``decoding/vllm_beam.py``: one-token ``/completions`` requests on token ids
+  with ``logprobs`` and ``return_tokens_as_token_ids``), without the group bonus or the
+  abstractiveness constraint, as on the in-process vLLM engine; a probe checks first that
+  the server lists enough top log-probs on token ids (vLLM's ``--max-logprobs``);
 - **beam search** (``num_beams > 1`` without sampling) runs as greedy decoding,
   and ``no_repeat_ngram_size`` is not applied (neither engine has it): both with
   a warning;
@@ -84,6 +89,13 @@ def check_server_config(
     Call it before any request: it reads the config only. ``processors``: the server
     runs evenhand's vLLM processors (abstractiveness and ``fairness_strength`` allowed).
     """
+    if config.beam_search:  # fair beam search: a step loop over the server's top log-probs
+        from .vllm_beam import check_vllm_fair_config
+
+        check_vllm_fair_config(config)
+        if processor_builders:
+            raise DataError(f"`processor_builders` cannot run through a server URL: {_WHY}")
+        return
     if processors:
         from .vllm_generate import check_vllm_config
 
@@ -92,11 +104,9 @@ def check_server_config(
     if config.abstractiveness is not None or config.extractiveness is not None:
         name = "abstractiveness" if config.abstractiveness is not None else "extractiveness"
         raise DataError(f"`{name}` cannot run through a server URL: {_WHY}{_UNLESS}")
-    if config.fairness_strength > 0 or config.fair_beam > 0:
-        raise DataError(
-            "fair decoding (`fairness_strength`/`fair_beam`) cannot run through a server URL: " + _WHY
-            + (_UNLESS if config.fair_beam == 0 else "")
-        )
+    if config.fairness_strength > 0:
+        raise DataError("fair decoding's group bonus (`fairness_strength`) cannot run through a server URL: "
+                        + _WHY + _UNLESS)
     if processor_builders:
         raise DataError(f"`processor_builders` cannot run through a server URL: {_WHY}")
     if config.response_prefix:
@@ -163,6 +173,10 @@ def generate_via_server(
     """
     from .generate import SummaryCollector
 
+    if config.beam_search and not processor_builders:  # fair beam search (decoding/vllm_beam.py)
+        from .vllm_beam import server_fair_beam_generate
+
+        return server_fair_beam_generate(client, examples, config, progress, on_batch)
     if client.processors and needs_processors(config) and not processor_builders:
         return generate_with_processors(client, examples, config, progress, on_batch)
     check_server_config(config, processor_builders)

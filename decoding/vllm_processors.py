@@ -26,11 +26,21 @@ one vectorized pass per part over the stacked rows; with no such row it returns 
 logits untouched (requests without evenhand settings cost one dictionary lookup when
 they join).
 
-Model Runner V2 (vLLM's GPU default since it landed, ``VLLM_USE_V2_MODEL_RUNNER``) loads
-processors of another interface, ``vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor``
-(``add_request(req_idx, params)``, ``apply(logits, ctx)`` with the token history on the
-device); this class is not one: start such a server with ``VLLM_USE_V2_MODEL_RUNNER=0``
-(docs/serving.md).
+Model Runner V2 (vLLM's GPU default since 0.32 where Triton is installed,
+``VLLM_USE_V2_MODEL_RUNNER``) loads processors of another interface,
+``vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor``: ``__init__(vllm_config,
+req_states)``, ``add_request(slot, params)`` (no token ids), ``apply_staged_writes()``,
+``apply(logits, ctx)`` with rows reordered every step and mapped to request slots by
+``ctx.idx_mapping_np``. The same class implements both interfaces (it subclasses both
+ABCs; ``__init__`` tells the runners apart by their arguments), so one
+``--logits-processors evenhand.vllm:EvenhandLogitsProcessor`` serves either runner. Under
+V2 the state is derived from token ids only: a joining request's prompt (and any output
+of a resumed request) is read back from ``req_states.all_token_ids`` once, in
+``apply_staged_writes``; each step's newest token is the row's input token
+(``ctx.input_ids``) and the number of new tokens per request comes from the host-side
+sequence lengths (``ctx.seq_lens_upper_bound_np`` − ``prompt_len``), so the hot path does
+not synchronise with the device. Speculative decoding (several rows per request) is
+refused at start-up.
 """
 
 from __future__ import annotations
@@ -56,6 +66,15 @@ from .abstractiveness import (
 )
 from .group_coverage import DEFAULT_PRIOR, DEFAULT_TAU, coverage_bonus
 from .vllm_args import parse
+
+try:  # Model Runner V2's interface (vLLM >= 0.32); older vLLM has only the V1 runner
+    from vllm.v1.worker.gpu.sample.logits_processor import (  # pyright: ignore[reportMissingImports]
+        LogitsProcessor as RunnerV2Processor,
+    )
+
+    _BASES: tuple[type, ...] = (LogitsProcessor, RunnerV2Processor)
+except ImportError:  # pragma: no cover - depends on the installed vLLM
+    _BASES = (LogitsProcessor,)
 
 
 def _pad_stack(rows: list[Any], fill: float | int) -> Any:
@@ -293,17 +312,30 @@ class _Stack:
         return scores.masked_fill(banned[:, :vocab], -float("inf"))
 
 
-class EvenhandLogitsProcessor(LogitsProcessor):
+class EvenhandLogitsProcessor(*_BASES):
     """evenhand's decoding controls for the requests that carry ``extra_args["evenhand"]``.
 
-    See the module docstring; settings: :mod:`evenhand.decoding.vllm_args`.
+    See the module docstring; settings: :mod:`evenhand.decoding.vllm_args`. Built by
+    the V1 model runner as ``(vllm_config, device, is_pin_memory)`` and by Model Runner
+    V2 as ``(vllm_config, req_states)``.
     """
 
-    def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
-        self.device = device
+    def __init__(self, vllm_config: Any, *runner_args: Any) -> None:
         self.vocab = int(vllm_config.model_config.get_vocab_size())
-        self.rows: dict[int, _Row] = {}
+        self.rows: dict[int, _Row] = {}  # V1: batch index -> row; V2: request slot -> row
         self.stack: _Stack | None = None
+        self.req_states: Any = None
+        if len(runner_args) == 1:  # Model Runner V2
+            if getattr(vllm_config, "speculative_config", None) is not None:
+                raise ValueError(
+                    "evenhand's logits processor does not support speculative decoding (its state "
+                    "advances one token per request and step); start vLLM without it"
+                )
+            self.req_states = runner_args[0]
+            self.device = self.req_states.device
+            self.staged: dict[int, tuple[dict[str, Any], int]] = {}
+        else:  # V1 model runner: (device, is_pin_memory)
+            self.device = runner_args[0]
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
@@ -366,10 +398,90 @@ class EvenhandLogitsProcessor(LogitsProcessor):
         for n, r in zip(new, rows):
             r.consumed += n
 
-    def apply(self, logits: Any) -> Any:
-        """Add evenhand's terms to the rows of requests that asked; others untouched."""
+    def apply(self, logits: Any, ctx: Any = None) -> Any:
+        """Add evenhand's terms to the rows of requests that asked; others untouched.
+
+        ``ctx``: Model Runner V2's ``LogitsContext`` (rows mapped to request slots).
+        """
         if not self.rows:
             return logits
+        if ctx is not None:
+            return self._apply_v2(logits, ctx)
         if self.stack is None:
             self.stack = _Stack(self.rows, self.device)
         return self.stack.apply(logits)
+
+    # -- Model Runner V2 ------------------------------------------------------------------
+    def add_request(self, req_idx: int, sampling_params: Any) -> bool:
+        """V2: a request takes slot ``req_idx`` (whatever held it before is gone)."""
+        self._forget(req_idx)
+        settings = parse(sampling_params.extra_args)
+        if not settings:
+            return False
+        self.staged[req_idx] = (settings, int(sampling_params.max_tokens or 1))
+        return True
+
+    def apply_staged_writes(self) -> None:
+        """V2: build each joining request's row from its token ids (prompt, and the output of
+        a resumed request), read back from the runner's ``all_token_ids`` once."""
+        if not self.staged:
+            return
+        rs = self.req_states
+        for slot, (settings, max_tokens) in self.staged.items():
+            prompt_len, filled = int(rs.prompt_len.np[slot]), int(rs.prefill_len.np[slot])
+            tokens = rs.all_token_ids.gpu[slot, :filled].tolist()
+            row = _Row.build(settings, tokens[:prompt_len], tokens[prompt_len:], self.vocab,
+                             max_tokens, self.device)
+            row.extra["prompt_len"] = prompt_len
+            self.rows[slot] = row
+        self.staged.clear()
+
+    def _forget(self, slot: int) -> None:
+        self.staged.pop(slot, None)
+        if slot in self.rows:
+            if self.stack is not None:
+                self.stack.write_back()
+                self.stack = None
+            del self.rows[slot]
+
+    def _apply_v2(self, logits: Any, ctx: Any) -> Any:
+        import numpy as np
+
+        slots = np.asarray(ctx.idx_mapping_np)
+        if logits.shape[0] != slots.shape[0]:
+            raise RuntimeError("evenhand's logits processor: several logits rows per request "
+                               "(speculative decoding) are not supported")
+        mine = np.flatnonzero(np.isin(slots, np.fromiter(self.rows, dtype=slots.dtype)))
+        if mine.size == 0:
+            return logits
+        order = np.argsort(slots[mine], kind="stable")
+        rows_at, present = mine[order], slots[mine][order]  # logits rows and slots, in slot order
+        if self.stack is None or self.stack.order != present.tolist():
+            if self.stack is not None:
+                self.stack.write_back()
+            self.stack = _Stack({int(s): self.rows[int(s)] for s in present}, self.device)
+        stack = self.stack
+        # tokens each request has now (prompt + output, its newest being this step's input token)
+        seen = np.asarray(ctx.seq_lens_upper_bound_np)[rows_at]  # batch position = logits row here
+        out_len = np.maximum(seen - np.array([r.extra["prompt_len"] for r in stack.rows]), 0)
+        new = out_len - np.array([r.consumed for r in stack.rows])
+        index = torch.as_tensor(rows_at, dtype=torch.long, device=self.device)
+        stack.index = index
+        if ((new < 0) | (new > 1)).any():  # a resumed or re-prefilled request: rebuild from its tokens
+            stack.write_back()
+            tokens = self.req_states.all_token_ids.gpu
+            for k in np.flatnonzero((new < 0) | (new > 1)):
+                r, p = stack.rows[k], stack.rows[k].extra["prompt_len"]
+                slot, last = int(present[k]), int(seen[k]) - 1
+                r.output = tokens[slot, p:last].tolist() + ([int(ctx.input_ids[rows_at[k]])] if last >= p else [])
+                r.rebuild()
+            self.stack = stack = _Stack({int(s): self.rows[int(s)] for s in present}, self.device)
+            stack.index = index
+            new = out_len - np.array([r.consumed for r in stack.rows])
+        if new.any():
+            step = torch.as_tensor(new == 1, device=self.device)
+            last = torch.where(step, ctx.input_ids.index_select(0, index).long(), -1)
+            stack.advance(last, None if bool(new.all()) else step)
+            for r, n in zip(stack.rows, new.tolist()):
+                r.consumed += n
+        return stack.apply(logits)

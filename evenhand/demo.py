@@ -159,7 +159,9 @@ def evenhand_summary(
     from evenhand.decoding.vllm_engine import VllmEngine
 
     candidates = []
-    if isinstance(model, VllmEngine):  # fair beam search is in-process only: greedy λ + α on vLLM
+    # on vLLM beam search is a loop over raw candidate log-probs, which cannot take the constraints
+    # (λ, α) that the demo's fair-beam candidates carry: greedy λ + α there instead
+    if isinstance(model, VllmEngine):
         text = generate(model, tokenizer, [example], GenerateConfig(num_beams=1, **shared), progress=False)[0]
         candidates.append({"text": text, "recipe": "greedy λ+α (vllm)", "index": 0})
     for beta in () if isinstance(model, VllmEngine) else config.fair_beams:
@@ -347,8 +349,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
     for scorer in (composite, *floor_scorers.values()) if engine != "vllm" else ():
         share_model(scorer, model, tokenizer, args.model)  # score with the loaded generator, no second copy
-    plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed,
-                                  num_beams=1 if engine == "vllm" else 4)
+    # plain beam search on both engines (on vLLM the step loop, the in-process summaries)
+    plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
     rows = []
     for ex in examples:
         ex.require_groups(f"demo example {ex.id!r}")

@@ -2,8 +2,8 @@
 
     vllm serve MODEL --logits-processors evenhand.vllm:EvenhandLogitsProcessor
 
-loads :class:`EvenhandLogitsProcessor` (vLLM V1 engine, V1 model runner; on a GPU
-set ``VLLM_USE_V2_MODEL_RUNNER=0``, see docs/serving.md). Requests switch it on with
+loads :class:`EvenhandLogitsProcessor` (vLLM V1 engine; the class implements both the
+V1 model runner's interface and Model Runner V2's, see docs/serving.md). Requests switch it on with
 ``vllm_xargs={"evenhand": "<json settings>"}`` (``evenhand.decoding.vllm_args``);
 ``evenhand generate --model http://HOST:PORT/v1 --abstractiveness 2`` sends them.
 ``VllmEngine`` is the in-process backend of ``--engine vllm``.

@@ -219,19 +219,118 @@ class LmBackedConfig(ScorerConfig):
 LmBackedConfigT = TypeVar("LmBackedConfigT", bound=LmBackedConfig)
 
 
+class ServerPromptLogprobs:
+    """Log-probs of given tokens from a vLLM server, with :meth:`VllmEngine.prompt_logprobs`' contract.
+
+    :meth:`prompt_logprobs` (the LM scorers): one ``/v1/completions`` request per prompt,
+    the token ids as ``prompt``, ``max_tokens`` 1, ``prompt_logprobs`` 0 (vLLM's extension:
+    ``choices[0].prompt_logprobs`` lists, per prompt position, ``None`` for the first token
+    and then ``{token id: {logprob, rank, decoded_token}}`` holding at least the prompt's
+    own token). vLLM skips its prefix cache for such requests (every position's logits
+    are needed). :meth:`next_logprobs` (the judges): the log-probs of a few given tokens
+    at the position after each prompt, one request per prompt with ``logprob_token_ids``
+    (``logprobs`` = their number, ``return_tokens_as_token_ids``), which the prefix cache
+    serves. Requests go out through the client (``max_concurrency`` in flight, retries,
+    timeout). ``config`` answers ``is_encoder_decoder`` (False: vLLM serves causal LMs
+    through ``/v1/completions``).
+    """
+
+    def __init__(self, client: ServerClient) -> None:
+        from types import SimpleNamespace
+
+        self.client = client
+        self.config = SimpleNamespace(is_encoder_decoder=False)
+        self.requests = 0
+        self.probed: set[str] = set()
+
+    def _refuse(self, what: str) -> DataError:
+        return DataError(
+            f"server {self.client.url.base} does not return {what} (a vLLM extension of /v1/completions; "
+            "llama.cpp, TGI and OpenAI have none): give a vLLM server URL or a local model (alias, folder "
+            "or cached HF id) — see docs/serving.md"
+        )
+
+    def _values(self, prompt: Sequence[int], response: Any) -> list[float]:
+        try:
+            steps = response["choices"][0]["prompt_logprobs"]
+            if not isinstance(steps, list) or len(steps) != len(prompt):
+                raise TypeError
+            return [float(step[str(tok)]["logprob"]) for tok, step in zip(prompt[1:], steps[1:])]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise self._refuse("prompt log-probs on token ids (`prompt_logprobs`)") from None
+
+    def probe(self, what: str = "prompt_logprobs") -> None:
+        """One tiny request, once: DataError (exit 2, one line) unless the server answers ``what``
+        (``prompt_logprobs`` or ``logprob_token_ids``) on token ids."""
+        if what not in self.probed:
+            if what == "prompt_logprobs":
+                self.prompt_logprobs([[0, 0]])
+            else:
+                self.next_logprobs([[0]], [0])
+            self.probed.add(what)
+
+    def prompt_logprobs(self, prompts: Sequence[Sequence[int]], progress: bool = False) -> list[list[float]]:
+        """log p(t_i | t_<i) of every token of each prompt after its first (len − 1 values each)."""
+        if not prompts:
+            return []
+        prompts = [[int(t) for t in p] for p in prompts]
+        self.requests += len(prompts)
+        bodies = [{"prompt": p, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0} for p in prompts]
+        return [self._values(p, r) for p, r in zip(prompts, self.client.completions(bodies))]
+
+    def next_logprobs(self, prompts: Sequence[Sequence[int]], token_ids: Sequence[int]) -> list[list[float]]:
+        """log p(token | prompt) of each of ``token_ids`` after each prompt (one request per prompt)."""
+        if not prompts:
+            return []
+        ids = [int(t) for t in token_ids]
+        self.requests += len(prompts)
+        bodies = [
+            {"prompt": [int(t) for t in p], "max_tokens": 1, "temperature": 0.0, "logprobs": len(ids),
+             "logprob_token_ids": ids, "return_tokens_as_token_ids": True}
+            for p in prompts
+        ]
+        out = []
+        for response in self.client.completions(bodies):
+            try:
+                top = response["choices"][0]["logprobs"]["top_logprobs"][0]
+                out.append([float(top[f"token_id:{t}"]) for t in ids])
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise self._refuse("the log-probs of given next tokens on token ids (`logprob_token_ids`)") from None
+        return out
+
+
+def server_prompt_model(client: ServerClient, need: str = "prompt_logprobs") -> tuple[ServerPromptLogprobs, Any]:
+    """``(ServerPromptLogprobs, tokenizer)`` of a vLLM server, ``need`` probed once per client (DataError, exit 2)."""
+    if "prompt_model" not in client.memo:
+        client.memo["prompt_model"] = ServerPromptLogprobs(client)
+    model = client.memo["prompt_model"]
+    model.probe(need)
+    if "tokenizer" not in client.memo:
+        from ..decoding.server_generate import server_tokenizer
+
+        client.memo["tokenizer"] = server_tokenizer(client)
+    return model, client.memo["tokenizer"]
+
+
 class LmBackedScorer(Scorer[LmBackedConfigT]):
     """A scorer reading a causal or seq2seq LM: ``config.model`` loaded on first use, or one handed in.
 
     Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
     scorer with ``serves = True`` (the LLM judges) also takes a server URL
     ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
-    then reads ``max_concurrency`` and ``timeout``); the others refuse one with a
-    ``DataError`` when built, before any model or request.
+    then reads ``max_concurrency`` and ``timeout``); so does one with ``reads_prompts =
+    True`` (the LM-likelihood scorers), which reads a vLLM server's prompt log-probs
+    (:class:`ServerPromptLogprobs`) and the served model's tokenizer, loaded here. Others
+    refuse one with a ``DataError`` when built, before any model or request.
     """
 
     Config = LmBackedConfig
     #: Whether ``config.model`` may be a server URL (the scorer then scores through ``self.server``).
     serves: ClassVar[bool] = False
+    #: Whether ``config.model`` may be a vLLM server URL read through its prompt log-probs.
+    reads_prompts: ClassVar[bool] = False
+    #: What such a scorer reads from the server (``ServerPromptLogprobs.probe``).
+    server_reads: ClassVar[str] = "prompt_logprobs"
 
     def __init__(self, config: LmBackedConfigT | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
@@ -240,7 +339,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         self._model_name = self.config.model
         self.server: Any = None
         if is_server_url(self.config.model):
-            if not self.serves:
+            if not (self.serves or self.reads_prompts):
                 raise DataError(
                     f"scorer {self.name!r}: `model` {self.config.model!r} is a server URL, but "
                     f"{self.name} needs the log-probabilities of the summary's own tokens read as a "
@@ -272,7 +371,27 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         """The model's name; for a server ``BASE#MODEL`` (asks ``/v1/models`` when the URL names none)."""
         return self.server.key if self.server is not None else self._model_name
 
+    def _model_content(self) -> list[str] | None:
+        """Local models: their files' digests. A server read for prompt log-probs: the model folder
+        or id it serves (``/v1/models`` root) and, when that folder is here too, its digest."""
+        if not self.reads_server_prompts():
+            return super()._model_content()
+        from ..evaluation.outputs import content_digest
+
+        assert self.server is not None
+        root = str(self.server.model_entry().get("root") or self.server.model)
+        digest = content_digest(root) if not is_server_url(root) else None
+        return [f"served:{root}", self.server_reads, *([digest] if digest is not None else [])]
+
+    def reads_server_prompts(self) -> bool:
+        """Whether this scorer reads a server's prompt log-probs on token ids (:class:`ServerPromptLogprobs`)."""
+        return self.server is not None and self.reads_prompts
+
     def _load(self) -> tuple[Any, Any]:
+        if self.server is not None and self.reads_server_prompts():
+            if self._model is None:
+                self._model, self._tokenizer = server_prompt_model(self.server, self.server_reads)
+            return self._model, self._tokenizer
         if self.server is not None:
             raise RuntimeError(f"scorer {self.name!r} reads server {self.server.url}; it loads no model")
         if self._model is None and self.on_vllm:

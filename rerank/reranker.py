@@ -167,6 +167,9 @@ class Reranker:
         values = dataclasses.asdict(self.generate_config)
         values.update(RECIPES[recipe])
         values["seed"] = self.config.seed + 7919 * index
+        # fair beam search is a beam search: the sampled candidates keep the processors (α, λ) only;
+        # the base config's beam candidate (``plain_candidate``) keeps fair_beam / fair_meaning
+        values.update(fair_beam=0.0, fair_meaning=0.0)
         return type(self.generate_config)(**values)
 
     def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:

@@ -17,6 +17,7 @@ data set and setting), rewritten after each setting; a rerun with other settings
 adds its rows to those already there.
 
 Usage: python scripts/fair_decoding_eval.py --n 20 --datasets amazon --out runs/fair_amazon
+       .venv-vllm/bin/python scripts/fair_decoding_eval.py --engine vllm --batch-size 40 --n 40 --settings plain,beta1 --out runs/fair_vllm
 (docs/fair_decoding.md has the measured tables and the commands behind them).
 """
 
@@ -168,6 +169,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=80)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads.")
+    parser.add_argument(
+        "--engine", default="transformers", choices=("transformers", "vllm"),
+        help="vllm: decode through an in-process vLLM engine (beam search as the step loop of "
+        "decoding/vllm_beam.py; run with .venv-vllm/bin/python); use a large --batch-size there.",
+    )
     args = parser.parse_args()
 
     import torch
@@ -180,7 +186,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model, tok = load_generator(device="cpu")
+    if args.engine == "vllm":
+        from evenhand.decoding.vllm_engine import VllmEngine
+
+        model, tok = VllmEngine("smollm2-135m-instruct"), None
+    else:
+        model, tok = load_generator(device="cpu")
     metrics = Metrics()
     # a rerun with other settings adds its rows to those already in OUT/metrics.json
     previous = out / "metrics.json"

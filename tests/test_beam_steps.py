@@ -132,3 +132,41 @@ def test_step_loop_validates():
     with pytest.raises(ValueError, match="num_beams"):
         beam_search_steps(None, [[1]], num_beams=1, max_new_tokens=3)  # type: ignore[arg-type]
     assert beam_search_steps(None, [], num_beams=2, max_new_tokens=3) == []  # type: ignore[arg-type]
+
+
+class EosWhere:
+    """Raises eos on the rows that hold ``marker`` (here: every beam of the first example)."""
+
+    def __init__(self, marker: int, eos: int, amount: float) -> None:
+        self.marker, self.eos, self.amount = marker, eos, amount
+
+    def __call__(self, input_ids, scores):
+        scores = scores.clone()
+        scores[(input_ids == self.marker).any(dim=1), self.eos] += self.amount
+        return scores
+
+
+def test_an_example_whose_search_is_over_sends_no_more_requests(setup):
+    """The first example finishes within a few tokens, the second runs all 10: the loop returns
+    transformers' hypotheses for both and, once the first is closed, asks only for the second's beams."""
+    model, tok, enc, _ = setup
+    battery = tok.convert_tokens_to_ids(tok.tokenize(" battery")[0])
+    early = EosWhere(battery, tok.eos_token_id, 30.0)
+    assert battery in enc["input_ids"][0].tolist() and battery not in enc["input_ids"][1].tolist()
+    reference = model.generate(**enc, max_new_tokens=10, num_beams=4, do_sample=False,
+                               logits_processor=LogitsProcessorList([early]))[:, enc["input_ids"].shape[1]:]
+    sizes: list[int] = []
+
+    class Counting(TransformersNextToken):
+        def next_token_logprobs(self, prefix_token_ids, k):
+            sizes.append(len(prefix_token_ids))
+            return super().next_token_logprobs(prefix_token_ids, k)
+
+    engine = Counting(model, LogitsProcessorList([early]), pad_token_id=tok.pad_token_id)
+    prompts = [row[mask.bool()].tolist() for row, mask in zip(enc["input_ids"], enc["attention_mask"])]
+    steps = beam_search_steps(engine, prompts, num_beams=4, max_new_tokens=10, eos_token_ids=[tok.eos_token_id],
+                              pad_token_id=tok.pad_token_id)
+    _assert_same(reference, steps, tok.pad_token_id)
+    assert len(steps[0][0]) < 4 and len(steps[1][0]) == 10
+    # first step: one request per example; then 4 beams each, until the first example closes
+    assert sizes[0] == 2 and sizes[1] == 8 and sizes[-1] == 4 and len(sizes) == 10

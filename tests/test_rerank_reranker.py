@@ -159,3 +159,26 @@ def test_coverage_floor_keeps_a_fair_by_vacuity_candidate_from_winning():
     best = score_and_select(example, candidates, fairness, {"calibrated:coverage": 0.1})
     assert best == 1 and candidates[0]["eligible"] is False
     assert candidates[0]["floors"]["calibrated:coverage"] < candidates[1]["floors"]["calibrated:coverage"] - 0.1
+
+
+def test_sampled_candidates_drop_fair_beam_the_beam_candidate_keeps_it():
+    """Fair beam search is a beam search: the samplers keep α and λ, the base config keeps β and W."""
+    base = GenerateConfig(num_beams=4, fairness="ratio", fair_beam=1.0, fair_meaning=2.0, fairness_strength=0.5)
+    reranker = Reranker(None, None, None, RerankConfig(candidates=2), generate_config=base)  # type: ignore[arg-type]
+    nucleus = reranker.recipe_config("nucleus", 0)
+    assert (nucleus.do_sample, nucleus.num_beams, nucleus.fair_beam, nucleus.fair_meaning) == (True, 1, 0.0, 0.0)
+    assert nucleus.fairness_strength == 0.5 and nucleus.fairness == "ratio"
+    assert reranker.generate_config.fair_beam == 1.0  # plain_candidate decodes with it
+
+
+def test_rerank_fair_beam_without_floors_exits_2(tmp_path, capsys):
+    from evenhand.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "a", "documents": [{"text": "good", "group": "pos"},
+                                                          {"text": "bad", "group": "neg"}]}) + "\n")
+    out = tmp_path / "o.jsonl"
+    rc = main(["rerank", "--data", str(data), "--out", str(out), "--fairness", "ratio", "--fair-beam", "1",
+               "--floors", "none"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists() and "\n" not in err and "--floors" in err

@@ -10,6 +10,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,12 +248,19 @@ def test_cli_refuses_processors_with_a_url_before_any_request(tmp_path, capsys):
     assert "fair decoding" in capsys.readouterr().err
 
 
-def test_lm_likelihood_scorers_refuse_a_url():
+def test_lm_scorers_take_a_url_and_other_lm_backed_scorers_refuse_one():
     from evenhand.evaluation.registry import get_scorer
+    from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
 
-    for name in ("lm-likelihood", "fluency"):
-        with pytest.raises(DataError, match="does not take from a server"):
-            get_scorer(name, model="http://127.0.0.1:1/v1")
+    for name in ("lm-likelihood", "fluency", "lm-pmi", "fairsumm-bartscore"):  # built: nothing is sent yet
+        scorer: Any = get_scorer(name, model="http://127.0.0.1:1/v1#m", max_concurrency=2)
+        assert scorer.server.config.max_concurrency == 2 and scorer.model_id == "http://127.0.0.1:1/v1#m"
+
+    class Local(LmBackedScorer):
+        name = "local-only"
+
+    with pytest.raises(DataError, match="does not take from a server"):
+        Local(LmBackedConfig(model="http://127.0.0.1:1/v1"))
 
 
 def test_unreachable_judge_exits_2(tmp_path, capsys):
@@ -273,12 +281,14 @@ def test_cache_key_names_url_and_model_not_pacing():
     from evenhand.evaluation.schema import Example
 
     ex = Example(id="x", documents=[])
-    a = get_scorer("llm-faithfulness", model="http://h:1/v1#a")
-    b = get_scorer("llm-faithfulness", model="http://h:1/v1#b")
-    a4 = get_scorer("llm-faithfulness", model="http://h:1/v1#a", max_concurrency=1, timeout=5.0)
-    assert a.model_id == "http://h:1/v1#a"
-    assert a._key(ex, "s") != b._key(ex, "s")
-    assert a._key(ex, "s") == a4._key(ex, "s")
+    with Stub() as stub:  # answers no prompt log-probs: the judges read chat top_logprobs
+        a: Any = get_scorer("llm-faithfulness", model=f"{stub.url}#a")
+        b = get_scorer("llm-faithfulness", model=f"{stub.url}#b")
+        a4 = get_scorer("llm-faithfulness", model=f"{stub.url}#a", max_concurrency=1, timeout=5.0)
+        assert a.model_id == f"{stub.url}#a"
+        assert a._key(ex, "s") != b._key(ex, "s")
+        assert a._key(ex, "s") == a4._key(ex, "s")
+        assert not a.reads_server_prompts() and a._cached_model_content() is None
 
 
 def test_in_process_loading_refuses_a_url():

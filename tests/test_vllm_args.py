@@ -128,5 +128,9 @@ def test_sweep_engine_is_a_checked_setting(tmp_path):
     assert len({c.id for c in sweep.cells}) == 2
     with pytest.raises(DataError, match="`engine` must be one of"):
         parse_sweep({**base, "base": {"engine": "tgi"}}, tmp_path)
-    with pytest.raises(DataError, match="fair beam search"):
-        parse_sweep({**base, "base": {"engine": "vllm", "fairness": "ratio", "fair_beam": 1.0}}, tmp_path)
+    # fair beam search runs on vLLM as the step loop; with the group bonus it cannot (exit 2)
+    fair = parse_sweep({**base, "base": {"engine": "vllm", "fairness": "ratio", "fair_beam": 1.0}}, tmp_path)
+    assert fair.cells[0].generate_config(0).fair_beam == 1.0
+    with pytest.raises(DataError, match="--fair-strength"):
+        parse_sweep({**base, "base": {"engine": "vllm", "fairness": "ratio", "fair_beam": 1.0,
+                                      "fairness_strength": 2.0}}, tmp_path)

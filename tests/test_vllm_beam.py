@@ -49,7 +49,8 @@ def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, local):
     plain_config = GenerateConfig(max_new_tokens=12, num_beams=4)
     fair_config = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
     nt = VllmNextToken(engine)
-    plain = fair_beam_generate(nt, engine.tokenizer, examples, plain_config, engine.vocab_size, progress=False)
+    # plain beam search through `generate --engine vllm` is the same step loop at beta 0
+    plain = generate(engine, None, examples, plain_config, progress=False)
     fair = fair_beam_generate(nt, engine.tokenizer, examples, fair_config, engine.vocab_size, progress=False)
     # float32 on both sides: the log-probs agree, so the searches take the same steps
     assert fair == generate(model, tok, examples, fair_config, progress=False)

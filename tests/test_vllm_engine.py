@@ -128,7 +128,8 @@ def test_engine_shares_token_calls(engine):
 def server():
     from evenhand.decoding.vllm_server import local_vllm_server
 
-    with local_vllm_server("smollm2-135m-instruct", max_model_len=4096) as (url, proc):
+    # --max-logprobs 64: fair beam search with 4 beams asks for 32 top log-probs per step
+    with local_vllm_server("smollm2-135m-instruct", max_model_len=4096, max_logprobs=64) as (url, proc):
         yield url, proc
 
 
@@ -188,6 +189,52 @@ def test_a_bad_per_request_setting_is_refused_with_one_line(server):
         client.completions([body])
     assert "\n" not in str(err.value)
     assert client.runs_evenhand_processors()
+
+
+def test_fair_beam_through_the_server_equals_in_process(server, in_process, examples, tmp_path, capsys):
+    """`generate --model URL --fair ratio --fair-beam 3 --num-beams 4`: the step loop over the server's
+    top log-probs returns the in-process fair beam search's summaries (float32 on both sides)."""
+    from evenhand.cli import main
+    from evenhand.decoding.generate import generate
+
+    url, _ = server
+    model, tok = in_process
+    out = tmp_path / "fair.jsonl"
+    fair = ["--fair", "ratio", "--fair-beam", "3", "--num-beams", "4", "--max-new-tokens", "8"]
+    assert main(["generate", "--data", str(_data(tmp_path, examples)), "--out", str(out), "--model", url, *fair]) == 0
+    got = [json.loads(line)["summary"] for line in out.read_text().splitlines()]
+    config = _config(fairness="ratio", fair_beam=3.0, num_beams=4, max_new_tokens=8)
+    assert got == generate(model, tok, examples, config, progress=False)
+    assert all(s.strip() for s in got)
+    # 20 beams need 80 candidates per beam, past the server's --max-logprobs 64: exit 2, one line, no output
+    capsys.readouterr()
+    wide = tmp_path / "wide.jsonl"
+    assert main(["generate", "--data", str(_data(tmp_path, examples)), "--out", str(wide), "--model", url,
+                 *fair, "--num-beams", "20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "returns at most 64 log-probs" in err and "--max-logprobs 160" in err and len(err.splitlines()) == 1
+    assert not wide.exists()
+
+
+def test_lm_pmi_and_judges_through_the_server_agree_with_in_process(server, examples, tmp_path, capsys):
+    """`evaluate --metrics lm-pmi,llm-coverage --lm-model URL --judge-model URL` vs in-process, per summary."""
+    from evenhand.cli import main
+
+    url, _ = server
+    data = _data(tmp_path, examples)
+    outs = tmp_path / "summaries.jsonl"
+    texts = ["Some reviewers praised the sound; others said the cushions get warm.", ""]
+    outs.write_text("".join(json.dumps({"id": ex.id, "summary": t}) + "\n" for ex, t in zip(examples, texts)))
+    rows = {}
+    for where, flags in (("here", []), ("server", ["--lm-model", url, "--judge-model", url])):
+        out = tmp_path / where
+        assert main(["evaluate", "--data", str(data), "--summaries", str(outs), "--metrics", "lm-pmi,llm-coverage",
+                     *flags, "--score-cache", "none", "--out", str(out), "--quiet"]) == 0
+        rows[where] = [json.loads(line) for line in Path(f"{out}.jsonl").read_text().splitlines()]
+    capsys.readouterr()
+    for metric in ("lm-pmi", "llm-coverage"):  # nats/token; the judge's expected digit
+        assert [r[metric] for r in rows["server"]] == pytest.approx([r[metric] for r in rows["here"]], abs=1e-3)
+    assert rows["server"][0]["lm-pmi_backend"].startswith(url + "#")
 
 
 def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_path):

@@ -192,3 +192,116 @@ def test_validate_params_names_the_field(bad: dict, field: str) -> None:
     with pytest.raises(ValueError, match="evenhand") as err:
         EvenhandLogitsProcessor.validate_params(_params(bad))
     assert field in str(err.value)
+
+
+# -- Model Runner V2 ----------------------------------------------------------------------
+class BatchV2:
+    """The processor as Model Runner V2 drives it: request slots, token ids on the device,
+    rows reordered every step, the newest token only in the step's ``input_ids``."""
+
+    def __init__(self, slots: int = 6, width: int = 96) -> None:
+        import numpy as np
+
+        from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+
+        self.np = np
+        self.states = SimpleNamespace(
+            device=torch.device("cpu"),
+            all_token_ids=SimpleNamespace(gpu=torch.full((slots, width), -7, dtype=torch.int32)),
+            prompt_len=SimpleNamespace(np=np.zeros(slots, dtype=np.int32)),
+            prefill_len=SimpleNamespace(np=np.zeros(slots, dtype=np.int32)),
+        )
+        config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: V), speculative_config=None)
+        self.proc = EvenhandLogitsProcessor(config, self.states)
+        self.active: dict[int, tuple[dict | None, list[int], list[int]]] = {}
+
+    def add(self, slot: int, settings: dict | None, prompt: list[int], output: list[int]) -> bool:
+        tokens = prompt + output
+        self.states.all_token_ids.gpu[slot, : len(tokens)] = torch.tensor(tokens)
+        self.states.prompt_len.np[slot], self.states.prefill_len.np[slot] = len(prompt), len(tokens)
+        self.active[slot] = (settings, prompt, list(output))
+        asked = self.proc.add_request(slot, _params(settings))
+        self.proc.apply_staged_writes()
+        return asked
+
+    def check(self, seed: int, scheduled: list[int] | None = None) -> int:
+        """One step over the ``scheduled`` slots (default all) in a shuffled row order."""
+        from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext
+
+        np = self.np
+        gen = torch.Generator().manual_seed(seed)
+        slots = scheduled if scheduled is not None else sorted(self.active)
+        slots = [slots[i] for i in torch.randperm(len(slots), generator=gen).tolist()]
+        last = [(self.active[s][1] + self.active[s][2])[-1] for s in slots]
+        seqs = [len(self.active[s][1]) + len(self.active[s][2]) for s in slots]
+        mapping = torch.tensor(slots, dtype=torch.int32)
+        ctx = LogitsContext(
+            expanded_idx_mapping=mapping, idx_mapping=mapping, idx_mapping_np=np.array(slots, dtype=np.int32),
+            expanded_local_pos=torch.zeros(len(slots), dtype=torch.int32),
+            input_ids=torch.tensor(last, dtype=torch.int32), pos=torch.tensor(seqs) - 1,
+            seq_lens_upper_bound_np=np.array(seqs, dtype=np.int32),
+        )
+        logits = torch.randn(len(slots), V, generator=gen) * 3
+        expected = torch.stack([_reference(self.active[s][0], self.active[s][1], self.active[s][2], logits[k])
+                                for k, s in enumerate(slots)])
+        got = self.proc.apply(logits.clone(), ctx)
+        assert torch.equal(got, expected), (got - expected).abs().max()
+        return int((got != logits).any(dim=1).sum())
+
+    def sample(self, seed: int, slots: list[int] | None = None) -> None:
+        """The scheduled requests emit a token; the previous one is committed to ``all_token_ids``
+        only now (the runner writes a step's sampled token later than it feeds it)."""
+        gen = torch.Generator().manual_seed(seed)
+        for s in sorted(self.active) if slots is None else slots:
+            _, prompt, output = self.active[s]
+            if output:
+                self.states.all_token_ids.gpu[s, len(prompt) + len(output) - 1] = output[-1]
+            output.append(int(torch.randint(0, V, (1,), generator=gen)))
+
+
+def test_model_runner_v2_rows_match_the_transformers_chain() -> None:
+    """The same class under Model Runner V2's interface: slots, reordered rows, recycled slots,
+    an unscheduled request, a preempted request re-added with its output."""
+    gen = torch.Generator().manual_seed(2)
+    prompt = [int(t) for t in torch.randint(0, V, (30,), generator=gen)]
+    full = {"repetition_penalty": 1.3, "no_repeat_ngram_size": 2,
+            "abstractiveness": {"h": 1.5, "spans": [[2, 12], [15, 28]]}, "coverage": _coverage()}
+    reward = {"abstractiveness": {"h": 2.0, "reward": True, "spans": [[0, 30]]}}
+    batch = BatchV2()
+    assert batch.add(3, full, prompt, []) and not batch.add(0, None, prompt[:10], [])
+    assert batch.add(5, reward, prompt[5:], [])
+    assert batch.check(0) == 2  # the request without settings is untouched
+    for k in range(5):
+        batch.sample(100 + k)
+        batch.check(200 + k)
+    # slot 3 is recycled by a request without settings, slot 1 gets a resumed one (output already there)
+    assert not batch.add(3, None, prompt[:7], [])
+    assert batch.add(1, {"coverage": _coverage(), "no_repeat_ngram_size": 3}, prompt[:20], [3, 7, 3, 7])
+    batch.check(300)
+    batch.sample(301)
+    batch.check(302)
+    # slot 5 is not scheduled for two steps, then comes back
+    for k in range(2):
+        batch.sample(400 + k, [0, 1, 3])
+        batch.check(500 + k, [0, 1, 3])
+    batch.sample(600)
+    batch.check(601)
+    # slot 1 is preempted and re-added with the output it had (prefill of prompt + output)
+    settings, p, out = batch.active[1]
+    batch.states.all_token_ids.gpu[1, len(p) + len(out) - 1] = out[-1]
+    assert batch.add(1, settings, p, out)
+    batch.check(700)
+    batch.sample(701)
+    batch.check(702)
+
+
+def test_one_class_serves_both_model_runners() -> None:
+    from vllm.v1.sample.logits_processor import LogitsProcessor as V1
+    from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2
+
+    from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+
+    assert issubclass(EvenhandLogitsProcessor, V1) and issubclass(EvenhandLogitsProcessor, V2)
+    config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: V), speculative_config=object())
+    with pytest.raises(ValueError, match="speculative decoding"):
+        EvenhandLogitsProcessor(config, SimpleNamespace(device=torch.device("cpu")))

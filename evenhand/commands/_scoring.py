@@ -16,7 +16,8 @@ SCORER_FLAGS = (
      "http://HOST:PORT/v1[#MODEL] (default: embedded smollm2-135m-instruct)."),
     ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default)."),
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
-    ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency (default: embedded smollm2-135m-instruct)."),
+    ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency/fairsumm-bartscore, or a vLLM server URL "
+     "http://HOST:PORT/v1[#MODEL] (prompt log-probs; default: embedded smollm2-135m-instruct)."),
     ("--embed-model", "Encoder for fairsumm-bertscore: folder/HF id (roberta-large as in FairSumm) or 'minilm' (embedded, default)."),
     ("--fairsumm-text", "Text pipeline of fairsumm, fairsumm-bertscore, fairsumm-bartscore: 'authors' (FairSumm's "
      "released eval.py, default) or 'evenhand' (the earlier pipeline)."),
@@ -43,7 +44,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     """--max-concurrency and --server-timeout: how requests to a server URL are paced."""
     parser.add_argument(
         "--max-concurrency", type=int, default=None,
-        help="Requests in flight at once to a server URL (--model, --judge-model; default: 4).",
+        help="Requests in flight at once to a server URL (--model, --judge-model, --lm-model; default: 4).",
     )
     parser.add_argument(
         "--server-timeout", type=float, default=None,
@@ -122,7 +123,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is None or dest in ("score_cache", "fairsumm_text"):  # not model flags
             continue
-        if dest == "judge_model" and is_server_url(value):
+        if dest in ("judge_model", "lm_model") and is_server_url(value):  # a server URL: probed on first use
             continue
         if dest == "align_model":
             from evenhand.rerank.alignment import _CHECKPOINT_SUFFIXES, FALLBACK_ALIASES

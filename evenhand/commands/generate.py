@@ -81,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
         processors = args.server_processors and needs_processors(config)
         check_server_config(config, processors=processors)
         client = server_client(args, args.model)
-        if processors:  # one probe request: does the server run evenhand's processors?
+        if config.beam_search:  # fair beam search: the served tokenizer, and one probe of its top log-probs
+            from evenhand.decoding.vllm_beam import server_next_token
+
+            server_next_token(client, config)
+        elif processors:  # one probe request: does the server run evenhand's processors?
             require_processors(client)
     else:
         check_local(args.model)

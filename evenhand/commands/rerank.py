@@ -96,19 +96,31 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
+    if generate_config.beam_search and not floors:
+        raise DataError(
+            "--fair-beam/--fair-meaning shape beam search, which in rerank runs only for the floors' "
+            "reference candidate (recipe 'beam'); with --floors none there is none: set --floors, or use "
+            "`evenhand generate --fair-beam` (--fairness-strength steers the sampled candidates)"
+        )
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
     check_engine(args.engine, args.model)
     if args.max_concurrency is not None or args.server_timeout is not None:
         server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
     served = is_server_url(args.model)
+    client = None
     if served:  # before any file: what a server cannot do raises here
         from evenhand.decoding.server_generate import needs_processors, require_processors
 
         processors = args.server_processors and needs_processors(generate_config)
         check_server_config(generate_config, processors=processors)
+        client = server_client(args, args.model)
+        if generate_config.beam_search:  # fair beam search: the served tokenizer and one probe of its log-probs
+            from evenhand.decoding.vllm_beam import server_next_token
+
+            server_next_token(client, generate_config)
         if processors:  # one probe: does the server run evenhand's processors?
-            require_processors(server_client(args, args.model))
+            require_processors(client)
     else:
         check_local(args.model)
         if args.engine == "vllm":
@@ -130,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_results(args, "rerank", options)
         floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
         if served:
-            model, tokenizer = server_client(args, args.model), None
+            model, tokenizer = client, None
         elif args.engine == "vllm":  # candidates from vLLM; LM scorers load their own in-process copy
             from evenhand.decoding.vllm_engine import VllmEngine
 

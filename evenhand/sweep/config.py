@@ -35,7 +35,8 @@ except ``seed`` (use ``seeds``), plus:
   would be an axis), e.g. ``"llm-coverage,alignscore"``; several are combined
   with the ``composite`` scorer;
 * ``engine``: ``transformers`` (default, in-process) or ``vllm`` (in-process vLLM,
-  ``decoding/vllm_engine.py``; greedy instead of beam search, no fair beam search);
+  ``decoding/vllm_engine.py``; beam search, plain or fair, as the step loop of
+  ``decoding/vllm_beam.py``, greedy with a token-raising processor);
   a base option or a grid axis (``engine: [transformers, vllm]``);
 * ``name``: a label for an explicit cell (not a setting: cells are identified
   by their settings).
@@ -240,7 +241,7 @@ class SweepConfig:
             if cell.engine == "vllm":
                 from evenhand.decoding.vllm_generate import check_vllm_config
 
-                check_vllm_config(cell.generate_config(self.seeds[0]))
+                check_vllm_config(cell.generate_config(self.seeds[0]), beam_loop=True)
 
 
 def _as_list(value: Any, key: str) -> list[str]:

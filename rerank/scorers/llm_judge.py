@@ -20,7 +20,7 @@ from typing import Any
 
 from ...decoding.server import ServerConfig
 from ...evaluation.registry import register
-from ...evaluation.schema import Example
+from ...evaluation.schema import DataError, Example
 from ..lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
@@ -156,6 +156,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     template: str = ""
     detail_fields = ("argmax", "digit_mass", "judge")
     serves = True
+    server_reads = "logprob_token_ids"
 
     def prompt_parts(self, example: Example, summaries: list[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of the shared prompt prefix (rubric + article) and of each summary's suffix.
@@ -215,8 +216,32 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
             ids.append(enc[0])
         return ids
 
+    def reads_server_prompts(self) -> bool:
+        """Whether this judge reads its server URL's prompt log-probs on token ids (exact digit probabilities).
+
+        ``mode="expected"`` on a server that returns the log-probs of given next tokens
+        (``logprob_token_ids``, vLLM) and whose model's tokenizer loads here (``/v1/models``
+        root): the in-process prompt's token ids, and the five digits' log-probs after it
+        (:meth:`ServerPromptLogprobs.next_logprobs`). Otherwise (llama.cpp, a tokenizer not
+        here) the chat ``top_logprobs`` path (``rerank.server_judge``). Decided once per
+        client; an unreachable server raises.
+        """
+        if self.server is None or self.config.mode != "expected":
+            return False
+        memo = self.server.memo
+        if "judge_prompts" not in memo:
+            from ..lm_prefix import server_prompt_model
+
+            self.server.model_entry()  # an unreachable server raises here, not as "no log-probs"
+            try:
+                server_prompt_model(self.server, self.server_reads)
+                memo["judge_prompts"] = True
+            except DataError:
+                memo["judge_prompts"] = False
+        return bool(memo["judge_prompts"])
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        if self.server is not None:
+        if self.server is not None and not self.reads_server_prompts():
             from ..server_judge import judge_via_server
 
             return judge_via_server(self.server, self.template, sources, outputs, self.config.mode)
@@ -252,15 +277,19 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     def digit_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """(k, 5) P("1".."5" next) after prefix + each suffix, from the full softmax.
 
-        In-process: one forward (``next_token_probs``). vLLM: the prompt log-prob of each
+        In-process: one forward (``next_token_probs``). A vLLM server: one request per summary
+        with the digits as ``logprob_token_ids``. In-process vLLM: the prompt log-prob of each
         digit appended to each prompt (5 requests per summary sharing vLLM's prefix cache),
         so every digit's probability is exact even when it is not among the top tokens.
         """
         import torch
 
         digits = self.digit_ids()
-        if not self.on_vllm:
+        if not self.on_vllm and self.server is None:
             return self.next_token_probs(prefix, suffixes)[:, digits].cpu()
+        if self.server is not None:  # one request per summary: the digits' log-probs after it
+            values = self._load()[0].next_logprobs([prefix + suffix for suffix in suffixes], digits)
+            return torch.tensor(values, dtype=torch.float32).exp()
         prompts = [prefix + suffix + [d] for suffix in suffixes for d in digits]
         values = self._load()[0].prompt_logprobs(prompts)
         return torch.tensor([v[-1] for v in values], dtype=torch.float32).view(len(suffixes), len(digits)).exp()
@@ -271,7 +300,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         for row in digit_probs.tolist():
             value, argmax = expected_digit(row)
             results.append(
-                {"score": value, "argmax": argmax, "digit_mass": sum(row), "judge": self._model_name}
+                {"score": value, "argmax": argmax, "digit_mass": sum(row), "judge": self.model_id}
             )
         return results
 

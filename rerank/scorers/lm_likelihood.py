@@ -154,9 +154,18 @@ class LmConfig(LmBackedConfig):
         default=False,
         metadata={"help": "Also score the end-of-reply token after the summary (BARTScore's code scores </s>)."},
     )
+    max_concurrency: int = field(
+        default=4, metadata={"help": "vLLM server URL as `model` only: requests in flight at once."}
+    )
+    timeout: float = field(
+        default=120.0, metadata={"help": "vLLM server URL as `model` only: seconds to wait for one response."}
+    )
 
     def __post_init__(self) -> None:
+        from ...decoding.server import ServerConfig
+
         super().__post_init__()
+        ServerConfig(max_concurrency=self.max_concurrency, timeout=self.timeout)  # validates both
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"`model` must be a model alias, folder or HF id, got {self.model!r}")
         if self.device is not None and (not isinstance(self.device, str) or not self.device.strip()):
@@ -213,8 +222,12 @@ class LmScorer(LmBackedScorer[LmConfigT]):
     """
 
     Config = LmConfig
-    cli_options = {"lm_model": "model", "device": "device", "engine": "engine"}
+    cli_options = {
+        "lm_model": "model", "device": "device", "engine": "engine",
+        "max_concurrency": "max_concurrency", "server_timeout": "timeout",
+    }
     detail_fields = ("n_tokens", "model", "empty")
+    reads_prompts = True
 
     def __init__(self, config: Any = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
@@ -247,7 +260,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         return self
 
     def _load(self) -> tuple[Any, Any]:
-        if self._model is None and self.server is None:
+        if self._model is None:
             passes = self.passes
             if passes.model is None:
                 passes.model, passes.tokenizer = super()._load()
@@ -258,14 +271,14 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         """Per-token log p of each suffix after the prefix (the one place a forward runs).
 
         In-process: the prefix runs once and its KV cache serves every suffix
-        (``continuation_logprobs``). vLLM: one request per prefix + suffix with
-        ``prompt_logprobs`` (its prefix cache shares the prompt), the suffix's own
-        values taken from the end.
+        (``continuation_logprobs``). vLLM (in-process, or a server URL as ``model``): one
+        request per prefix + suffix with ``prompt_logprobs`` (its prefix cache shares the
+        prompt), the suffix's own values taken from the end.
         """
         import torch
 
         model = self._load()[0]
-        if not self.on_vllm:
+        if not self.on_vllm and self.server is None:
             return continuation_logprobs(model, prefix_ids, suffixes)
         if not suffixes:
             return []
