@@ -159,14 +159,12 @@ def generate_via_vllm(
     from .generate import SummaryCollector
 
     check_vllm_config(config, processor_builders, beam_loop=True)
-    if beam_loop(config) and lora_request is not None:
-        raise DataError("beam search on vLLM (the step loop) decodes with the base model only; drop the "
-                        "LoRA request, use num_beams=1, or run it in-process (--engine transformers)")
     if beam_loop(config):  # (fair) beam search: the step loop outside the engine (decoding/vllm_beam.py)
         from .vllm_beam import VllmNextToken, fair_beam_generate
 
         return fair_beam_generate(
-            VllmNextToken(engine), engine.tokenizer, examples, config, engine.vocab_size, progress, on_batch
+            VllmNextToken(engine, lora_request), engine.tokenizer, examples, config, engine.vocab_size,
+            progress, on_batch,
         )
     for i, ex in enumerate(examples):
         ex.validate(f"examples[{i}]")

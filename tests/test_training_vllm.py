@@ -179,6 +179,22 @@ def test_vllm_lora_greedy_equals_in_process_peft_on_the_trained_adapter(runs, vl
     assert generate(zero, tok, dev, config, progress=False) == base_summaries
     assert [r["summary"] for r in _rows(runs["vllm"] / "iter_0" / "dev.jsonl")] == base_summaries
 
+    # beam search on vLLM (the step loop) with the LoRA request: peft's beam search, token for token
+    import dataclasses
+
+    from vllm.lora.request import LoRARequest
+
+    from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine
+
+    engine = VllmEngine(str(vllm_model), EngineSettings(extra={"enable_lora": True, "max_lora_rank": 8, "max_loras": 1}))
+    beam = dataclasses.replace(config, num_beams=2)
+    lora = LoRARequest("trained", 1, str(runs["vllm"] / "iter_1" / "adapter"))
+    try:
+        on_vllm = generate(engine, None, dev, beam, progress=False, lora_request=lora)
+    finally:
+        engine.close()
+    assert on_vllm == generate(trained, tok, dev, beam, progress=False)
+
 
 def test_kill_9_then_resume_gives_the_same_adapter_bytes(runs, vllm_model, data, cli_script, tmp_path):
     from evenhand.cli import main
