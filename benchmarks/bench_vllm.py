@@ -1,7 +1,8 @@
 """Summaries per second: transformers in-process against ``--engine vllm``, with evenhand's processors.
 
 One run, one process, the embedded SmolLM2-135M-Instruct (float32 in both engines),
-the first FairSumm gold sources (half amazon, half yelp; 40 by default), greedy,
+the first FairSumm gold sources with documents of two groups at least (half amazon,
+half yelp; 40 by default; ``--fair-strength`` refuses one-group sources), greedy,
 80 new tokens, three settings: plain, ``--abstractiveness 2`` and
 ``--fair-strength 3`` (``--fair ratio``). Each engine is warmed up on one example
 first (the vLLM engine is built then; its prefix cache is off, so no setting
@@ -57,8 +58,11 @@ def main() -> int:
     from evenhand.evaluation.loaders import load_examples
 
     half = args.limit // 2
-    examples = (load_examples(str(SHARED / "amazon_gold.json"))[:half]
-                + load_examples(str(SHARED / "yelp_gold.json"))[: args.limit - half])
+
+    def eligible(name: str) -> list:  # --fair-strength needs documents of two groups at least
+        return [ex for ex in load_examples(str(SHARED / name)) if len({d.group for d in ex.documents}) >= 2]
+
+    examples = eligible("amazon_gold.json")[:half] + eligible("yelp_gold.json")[: args.limit - half]
     base = GenerateConfig(num_beams=1, max_new_tokens=args.max_new_tokens, batch_size=args.hf_batch_size)
     # no prefix caching: every setting decodes the same prompts, and a cache hit would make the
     # settings after the first one look cheaper (and vLLM faster than transformers, which has none)
