@@ -59,6 +59,13 @@ def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[IO[str
     file's mode, or 0o666 minus the umask. A write that fails for lack of
     space (or quota, or a read-only file system) raises OutputError naming ``path``.
     """
+    with _atomic_file(path, "w", newline) as f:
+        yield f
+
+
+@contextlib.contextmanager
+def _atomic_file(path: str | Path, how: str, newline: str | None = None) -> Iterator[IO[Any]]:
+    """``atomic_open``'s mechanism for text (``how="w"``) or bytes (``"wb"``)."""
     path = check_output_path(path)
     mode = new_file_mode(path)
     with write_errors(path):
@@ -67,7 +74,7 @@ def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[IO[str
     try:
         with write_errors(path):
             os.fchmod(fd, mode)
-        f = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        f = os.fdopen(fd, how, encoding="utf-8", newline=newline) if how == "w" else os.fdopen(fd, how)
         with f:
             yield f
             with write_errors(path):
@@ -91,23 +98,10 @@ def raise_write_error(path: Path, err: OSError) -> None:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Replace ``path`` with ``data`` atomically (an image, say), like ``atomic_open``."""
-    path = check_output_path(path)
-    mode = new_file_mode(path)
-    with write_errors(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), mode)
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            check_output_path(path)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
+    target = check_output_path(path)
+    with _atomic_file(target, "wb") as f:
+        f.write(data)
+    return target
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
