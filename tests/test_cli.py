@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,31 @@ def test_demo_table_and_csv(tmp_path):
     selection, checks = block.split("independent checks (not used to select)")
     assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
     assert "(higher is better: evenhand)" in checks and "(lower is better: evenhand)" in checks
+
+
+def test_library_warnings_hidden_unless_verbose(capsys, monkeypatch):
+    """evenhand's own warnings print as one line; a library's deprecation notice only with -v."""
+    import warnings
+
+    from evenhand import cli
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    ours = str(Path(cli.__file__).resolve().parent.parent / "decoding" / "generate.py")
+    library = "/usr/lib/python3/site-packages/transformers/generation/utils.py"
+    for verbose in (False, True):
+        cli._one_line_warnings("demo", verbose)
+        warnings.showwarning("`--top-k` has no effect", UserWarning, ours, 1)
+        warnings.showwarning("past_key_values is deprecated", FutureWarning, library, 2)
+    assert capsys.readouterr().err.splitlines() == [
+        "evenhand demo: warning: `--top-k` has no effect",
+        "evenhand demo: warning: `--top-k` has no effect",
+        "evenhand demo: warning: past_key_values is deprecated",
+    ]
+
+
+def test_verbose_flag_on_every_command(capsys):
+    parser = build_parser()
+    for name in _names():
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+        assert "-v, --verbose" in capsys.readouterr().out, name

