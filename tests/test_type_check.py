@@ -76,7 +76,7 @@ class LanguageServer:
 @pytest.fixture(scope="module")
 def server():
     if not LANGSERVER.exists() and shutil.which("pyright-langserver") is None:
-        pytest.skip("pyright is not installed (it comes with `pip install -e .[dev]`)")
+        pytest.skip("pyright is not installed (`make setup-test` installs it)")
     lsp = LanguageServer(ROOT)
     yield lsp
     lsp.close()
