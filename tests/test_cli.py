@@ -170,3 +170,23 @@ def test_verbose_flag_on_every_command(capsys):
         with pytest.raises(SystemExit):
             parser.parse_args([name, "--help"])
         assert "-v, --verbose" in capsys.readouterr().out, name
+
+
+def test_generate_shows_no_library_noise_unless_verbose(tmp_path, model_dir):
+    """A model load prints no weight-loading bar and no library warning; `-v` shows the bar."""
+    import os
+
+    demo = Path(__file__).resolve().parent.parent / "evenhand" / "data" / "demo.jsonl"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRANSFORMERS_VERBOSITY", "HF_HUB_DISABLE_PROGRESS_BARS", "EVENHAND_VERBOSE")}
+    err = {}
+    for flag in ("", "-v"):
+        argv = [sys.executable, "-m", "evenhand", "generate", "--data", str(demo), "--limit", "1",
+                "--model", str(model_dir), "--max-new-tokens", "3", "--num-beams", "1",
+                "--out", str(tmp_path / f"o{flag}.jsonl"), *([flag] if flag else [])]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        err[flag] = done.stderr
+    assert "Loading weights" in err["-v"]  # the library's bar is real, and shown when asked
+    for noise in ("Loading weights", "deprecated", "it/s]", "[transformers]"):
+        assert noise not in err[""], err[""]
