@@ -120,6 +120,15 @@ def first_difference(a: str, b: str) -> int:
     return min(len(wa), len(wb))
 
 
+def strict_float32(device: str) -> None:
+    """float32 matmuls and convolutions in full precision on CUDA (TF32 rounds inputs to 10 bits)."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
 def numerics(device: str) -> dict[str, Any]:
     """The float settings that decide whether the device can equal the CPU bit for bit."""
     import torch
@@ -259,7 +268,7 @@ def configs(max_new_tokens: int, batch_size: int, encoder: str) -> Iterator[tupl
         for search, beams in SEARCHES.items():
             if search == "greedy" and name in BEAM_ONLY:
                 continue
-            extra = {"fair_meaning_encoder": encoder} if "fair_meaning" in fields else {}
+            extra: dict[str, Any] = {"fair_meaning_encoder": encoder} if "fair_meaning" in fields else {}
             yield name, search, GenerateConfig(
                 num_beams=beams, max_new_tokens=max_new_tokens, batch_size=batch_size, clean=False,
                 **fields, **extra,
@@ -267,7 +276,7 @@ def configs(max_new_tokens: int, batch_size: int, encoder: str) -> Iterator[tupl
 
 
 def parity_and_speed(models: Models, device: str, examples: list[Any], args: argparse.Namespace,
-                     loaded: dict[str, Any]) -> dict[str, Any]:
+                     loaded: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
     """Every setting and search on the CPU and on ``device``: differing summaries and summaries/s.
 
     ``loaded`` holds ``cpu`` and ``device`` (model, tokenizer) pairs: two instances even
@@ -275,15 +284,21 @@ def parity_and_speed(models: Models, device: str, examples: list[Any], args: arg
     """
     from evenhand import generate
 
+    strict_float32(device)  # again: the DPO part's Trainer ran before
     runs = list(configs(args.max_new_tokens, args.batch_size, models.encoder))
     # one-time costs (kernels picked for a shape, cuBLAS, the meaning encoder) out of the timings:
     # every run once on the device, plain once on the CPU, one source and two tokens each
     for where, todo in (("cpu", runs[:1]), ("device", runs)):
         for _, _, config in todo:
             warm = dataclasses.replace(config, max_new_tokens=min(2, config.max_new_tokens))
-            generate(*loaded[where], examples[:1], warm, progress=False)
+            model, tok = loaded[where]
+            generate(model, tok, examples[: config.batch_size], warm, progress=False)
     rows = []
+    truncated = False
     for name, search, config in runs:
+        if deadline is not None and time.perf_counter() > deadline:
+            truncated = True  # --budget spent: the rows so far, and say so
+            break
         row: dict[str, Any] = {"setting": name, "search": search, "sources": len(examples)}
         texts = {}
         for where in ("cpu", "device"):
@@ -311,7 +326,7 @@ def parity_and_speed(models: Models, device: str, examples: list[Any], args: arg
         # summaries of another length take another number of steps: the cost per generated token
         row["cost_per_token_vs_plain"] = plain["device_tokens_per_s"] / max(row["device_tokens_per_s"], 1e-12)
     return {"rows": rows, "numerics": numerics(device), "max_new_tokens": args.max_new_tokens,
-            "batch_size": args.batch_size}
+            "batch_size": args.batch_size, "truncated": truncated}
 
 
 # -- 2. scorers -----------------------------------------------------------------------------------
@@ -385,7 +400,8 @@ def processor_ranges() -> Iterator[dict[str, int]]:
 
     patched: list[tuple[Any, str, Any]] = []
     for mod_name, module in list(sys.modules.items()):
-        fn = getattr(module, "beam_step", None) if mod_name.startswith("evenhand.decoding") else None
+        attr = "beam_step"
+        fn = getattr(module, attr, None) if mod_name.startswith("evenhand.decoding") else None
         if callable(fn) and not getattr(fn, "_gpu_check", False):
             def wrapped(*a: Any, _fn: Any = fn, **k: Any) -> Any:
                 with record_function(RANGE + "beam_step"):
@@ -393,7 +409,7 @@ def processor_ranges() -> Iterator[dict[str, int]]:
 
             wrapped._gpu_check = True  # type: ignore[attr-defined]
             patched.append((module, "beam_step", fn))
-            module.beam_step = wrapped
+            setattr(module, attr, wrapped)
     LogitsProcessorList.__call__ = traced
     try:
         yield counts
@@ -444,7 +460,7 @@ def host_syncs(device: str, examples: list[Any], args: argparse.Namespace, encod
             counts["steps"] = 0
             with profile(activities=activities) as prof:
                 generate(model, tok, batch, config, progress=False)
-        found = count_syncs(prof.events())
+        found = count_syncs(prof.events() or [])
         steps = max(1, counts["steps"])
         ranges = {}
         for label, tally in found.items():
@@ -565,6 +581,8 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {r['setting']} | {r['search']} | {r['cpu_per_s']:.3f} | {r['device_per_s']:.3f} | "
                          f"{r['speedup']:.2f}x | {r['cost_vs_plain']:.3f}x{flag} | {r['cost_per_token_vs_plain']:.3f}x | "
                          f"{r['differ']}/{r['sources']} |")
+        if parity.get("truncated"):
+            lines.append("\n(--budget spent: the remaining settings were not run)")
         lines.append("")
     scorers = results.get("scorers") or {}
     if scorers.get("rows"):
@@ -615,6 +633,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--parts", default="parity,scorers,syncs,dpo", help="Comma-separated parts to run.")
     parser.add_argument("--out", default=None, help="Folder for gpu_check.json/.md (default $OUT or gpu_check_out).")
     parser.add_argument("--strict", action="store_true", help="Exit 1 when a part failed.")
+    parser.add_argument("--budget", type=float, default=420.0,
+                        help="Seconds after which no new part or parity row starts (the GPU machine's call is short).")
     parser.add_argument("--write-assets", default=None, help="Only write the --model random assets into this folder.")
     args = parser.parse_args(argv)
     for name in ("sources", "max_new_tokens", "batch_size", "profile_tokens", "dpo_tokens"):
@@ -628,6 +648,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    start = time.perf_counter()
     if args.write_assets:
         for path in write_assets(Path(args.write_assets)):
             print(path)
@@ -636,8 +657,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     out = Path(args.out) if args.out else default_out()
     out.mkdir(parents=True, exist_ok=True)
-    import torch
-
     from evenhand.decoding.models import check_device
 
     check_device(args.device)
@@ -647,9 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["skipped"] = "FairSumm amazon_gold.json is absent (.gpu/data or ../shared/data/perspectivesumm)"
         print(f"gpu_check: {results['skipped']}; skipped")
     else:
-        if args.device.startswith("cuda"):  # float32 on both sides; TF32 would round matmuls to 10 bits
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
+        strict_float32(args.device)
         work = out / "work"
         work.mkdir(exist_ok=True)
         parts = args.parts.split(",")
@@ -662,16 +679,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         # two instances, even on CPU: the dry run compares two models that share nothing but weights
         loaded = {where: load_generator(models.generator, device=dev, dtype="float32")
                   for where, dev in (("cpu", "cpu"), ("device", args.device))}
-        if "parity" in parts:
-            run_part(results, "parity", lambda: parity_and_speed(models, args.device, examples, args, loaded), out)
-        if "scorers" in parts:
-            plain = next(configs(args.max_new_tokens, args.batch_size, models.encoder))[2]
-            summaries = generate(*loaded["cpu"], examples, plain, progress=False)
-            run_part(results, "scorers", lambda: scorer_parity(models, args.device, examples, summaries, loaded), out)
-        if "syncs" in parts:
+        deadline = start + args.budget
+
+        def within_budget(part: str) -> bool:
+            if part not in parts:
+                return False
+            if time.perf_counter() > deadline:
+                results["errors"][part] = f"not run: --budget {args.budget:.0f} s spent"
+                return False
+            return True
+
+        # the short parts first; parity (the longest: every setting on the CPU too) stops its
+        # rows at the budget, so a slow CPU costs rows, not whole parts
+        if within_budget("syncs"):
             run_part(results, "syncs", lambda: host_syncs(args.device, examples, args, models.encoder, loaded), out)
-        if "dpo" in parts:
+        if within_budget("scorers"):
+            plain = next(configs(args.max_new_tokens, args.batch_size, models.encoder))[2]
+            model, tok = loaded["device"]
+            summaries = generate(model, tok, examples, plain, progress=False)
+            run_part(results, "scorers", lambda: scorer_parity(models, args.device, examples, summaries, loaded), out)
+        if within_budget("dpo"):
             run_part(results, "dpo", lambda: dpo_iteration(models, args.device, examples, args, work), out)
+        if within_budget("parity"):
+            run_part(results, "parity",
+                     lambda: parity_and_speed(models, args.device, examples, args, loaded, deadline), out)
     table = write_results(results, out)
     print()
     print(table)

