@@ -66,7 +66,8 @@ bench: setup
 # virtualenv, no network; here `make gpu-check DEVICE=cpu` is the dry run (CPU against CPU).
 DEVICE ?= cuda
 GPU_SITE ?= /tmp/evenhand-site
-GPU_ARGS ?=
+# DEVICE=cpu (the dry run here, 2 cores): two sources and a few tokens; on a GPU the full size
+GPU_ARGS ?= $(if $(filter cpu,$(DEVICE)),--model tiny --sources 2 --batch-size 2 --max-new-tokens 8 --profile-tokens 4 --dpo-tokens 8,)
 GPU_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
 gpu-wheels: setup

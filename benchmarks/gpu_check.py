@@ -317,7 +317,7 @@ def parity_and_speed(models: Models, device: str, examples: list[Any], args: arg
         row["empty"] = sum(not t.strip() for t in texts["cpu"])
         row["first_summary"] = texts["cpu"][0][:240] if texts["cpu"] else ""
         rows.append(row)
-        print(f"  {name} {search}: cpu {row['cpu_per_s']:.3f}/s, {device} {row['device_per_s']:.3f}/s, "
+        print(f"  {name} {search}: cpu {row['cpu_per_s']:.3f}/s, device ({device}) {row['device_per_s']:.3f}/s, "
               f"differ {row['differ']}/{len(examples)}", flush=True)
     for row in rows:
         plain = next(r for r in rows if r["setting"] == "plain" and r["search"] == row["search"])
@@ -474,6 +474,9 @@ def host_syncs(device: str, examples: list[Any], args: argparse.Namespace, encod
         rows.append({
             "setting": name, "steps": counts["steps"], "ranges": ranges,
             "evenhand_syncs_per_step": sum(r["syncs"] for r in ranges.values()) / steps,
+            # on CUDA also the aten ops behind the waits: were the runtime calls not nested
+            # under the ranges in some torch version, these still would be
+            "evenhand_sync_ops_per_step": sum(r["sync_ops"] for r in ranges.values()) / steps,
             "whole_step_syncs_per_step": total / steps, "all": found["all"],
         })
         print(f"  syncs {name}: {rows[-1]['evenhand_syncs_per_step']:.2f}/step in evenhand, "
@@ -481,7 +484,7 @@ def host_syncs(device: str, examples: list[Any], args: argparse.Namespace, encod
     what = ("CUDA runtime waits (" + ", ".join(SYNC_RUNTIME) + ")" if device.startswith("cuda")
             else "aten ops that sync on a GPU (" + ", ".join(SYNC_OPS) + "); .cpu()/.tolist() of a CPU "
             "tensor leave no event on CPU")
-    return {"rows": rows, "counted": what, "tokens": args.profile_tokens}
+    return {"rows": rows, "counted": what, "tokens": args.profile_tokens, "device": device}
 
 
 # -- 4. DPO+RR ---------------------------------------------------------------------------------------
@@ -596,7 +599,8 @@ def markdown(results: dict[str, Any]) -> str:
                   "| --- | ---: | ---: | --- | ---: |"]
         for r in syncs["rows"]:
             per = "; ".join(f"{k} {v['syncs_per_step']:.2f}" for k, v in sorted(r["ranges"].items())) or "-"
-            lines.append(f"| {r['setting']} | {r['steps']} | {r['evenhand_syncs_per_step']:.2f} | {per} | "
+            ops = "" if syncs.get("device", "cpu") == "cpu" else f" (sync ops {r['evenhand_sync_ops_per_step']:.2f})"
+            lines.append(f"| {r['setting']} | {r['steps']} | {r['evenhand_syncs_per_step']:.2f}{ops} | {per} | "
                          f"{r['whole_step_syncs_per_step']:.2f} |")
         lines.append(f"\ncounted: {syncs.get('counted')}")
         lines.append("")
@@ -632,8 +636,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dpo-tokens", type=int, default=24, help="Tokens per DPO+RR candidate.")
     parser.add_argument("--parts", default="parity,scorers,syncs,dpo", help="Comma-separated parts to run.")
     parser.add_argument("--out", default=None, help="Folder for gpu_check.json/.md (default $OUT or gpu_check_out).")
+    parser.add_argument("--work", default=None,
+                        help="Scratch folder (random models, the DPO run); default: <tmp>/evenhand-gpu-check, "
+                             "not under --out ($OUT brings back 8 small files at most).")
     parser.add_argument("--strict", action="store_true", help="Exit 1 when a part failed.")
-    parser.add_argument("--budget", type=float, default=420.0,
+    parser.add_argument("--budget", type=float, default=390.0,
                         help="Seconds after which no new part or parity row starts (the GPU machine's call is short).")
     parser.add_argument("--write-assets", default=None, help="Only write the --model random assets into this folder.")
     args = parser.parse_args(argv)
@@ -667,8 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpu_check: {results['skipped']}; skipped")
     else:
         strict_float32(args.device)
-        work = out / "work"
-        work.mkdir(exist_ok=True)
+        import tempfile
+
+        work = Path(args.work) if args.work else Path(tempfile.gettempdir()) / "evenhand-gpu-check"
+        work.mkdir(parents=True, exist_ok=True)
         parts = args.parts.split(",")
         examples = load_sources(data, args.sources)
         results["sources"] = len(examples)

@@ -120,7 +120,7 @@ def test_gpu_check_cpu_dry_run_is_exact_and_complete(tmp_path):
     out = tmp_path / "out"
     argv = ["--device", "cpu", "--model", "tiny", "--sources", "2", "--batch-size", "2",
             "--max-new-tokens", "6", "--profile-tokens", "4", "--dpo-tokens", "6",
-            "--data", str(data), "--out", str(out), "--strict"]
+            "--data", str(data), "--out", str(out), "--work", str(tmp_path / "work"), "--strict"]
     run = "import runpy; sys.argv = ['gpu_check', *sys.argv[1:]]; runpy.run_module('benchmarks.gpu_check', run_name='__main__')"
     proc = subprocess.run([sys.executable, "-c", HIDE + run, *argv], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -167,6 +167,7 @@ def test_gpu_check_cpu_dry_run_is_exact_and_complete(tmp_path):
     assert dpo["train_steps"] >= 1 and math.isfinite(dpo["train_loss"])
     assert isinstance(dpo["summary"], str) and dpo["summary"]
 
+    assert sorted(p.name for p in out.iterdir()) == ["gpu_check.json", "gpu_check.md"]  # all that $OUT holds
     table = (out / "gpu_check.md").read_text()
     assert "| plain | greedy |" in table and "| lm-pmi | 2 | 0.00e+00 | yes |" in table
     assert table.strip() in proc.stdout  # printed too
