@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import platform
 import sys
@@ -104,11 +103,6 @@ def timed(device: str, fn: Callable[[], Any]) -> tuple[Any, float]:
     out = fn()
     synchronize(device)
     return out, time.perf_counter() - start
-
-
-def finite(value: Any) -> bool:
-    """Whether ``value`` is a finite number."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def first_difference(a: str, b: str) -> int:
