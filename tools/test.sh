@@ -23,21 +23,29 @@ group() {  # group NAME COMMAND...: run, record its status
     return 0
 }
 
-group setup "$MAKE" --no-print-directory setup-test setup-vllm PYTHON="${PYTHON:-python3}"
-# The portable llama.cpp build (minutes, once per version and flags) runs at low priority
-# while the other groups test; the server tests run after it.
+group setup "$MAKE" --no-print-directory setup-test PYTHON="${PYTHON:-python3}"
+# In the background, at low priority, while the first groups test: the vLLM virtualenv, then
+# the portable llama.cpp build (minutes, once per version and flags); their groups run last.
+(
+    "$MAKE" --no-print-directory setup-vllm PYTHON="${PYTHON:-python3}" > "$reports/vllm-setup.log" 2>&1
+    echo $? > "$reports/vllm-setup.rc"
+    if [ -x "$VENV/bin/python" ]; then
+        nice -n 10 "${PYTHON:-python3}" tools/install.py "$VENV" llama --wheel-only > "$reports/llama.log" 2>&1
+    fi
+) &
+background=$!
 if [ -x "$VENV/bin/python" ]; then
-    nice -n 10 "${PYTHON:-python3}" tools/install.py "$VENV" llama --wheel-only > "$reports/llama.log" 2>&1 &
-    llama_build=$!
     group ruff "$VENV/bin/ruff" check .
     group pyright "$VENV/bin/pyright"
     group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
 fi
+wait "$background"
+cat "$reports/vllm-setup.log" "$reports/llama.log" 2>/dev/null | grep -v '^WARNING: Location'
+group vllm-setup test "$(cat "$reports/vllm-setup.rc")" -eq 0
 if [ -x "$VLLM_VENV/bin/python" ]; then
     group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
 fi
 if [ -x "$VENV/bin/python" ]; then
-    wait "$llama_build"; cat "$reports/llama.log"
     group llama "$MAKE" --no-print-directory setup-llama PYTHON="${PYTHON:-python3}"
     group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
 fi
