@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...evaluation.schema import DataError, Example
+from ..config import FairnessSettings, GenerateConfig
 
 KEY = "evenhand"
 VERSION = 1
@@ -178,7 +179,7 @@ def source_spans(tokenizer: Any, prompt: str, texts: Sequence[str]) -> tuple[lis
 
 
 def request_settings(
-    config: Any, tokenizer: Any, example: Example, prompt: str, prompt_ids: Sequence[int],
+    config: GenerateConfig, tokenizer: Any, example: Example, prompt: str, prompt_ids: Sequence[int],
     vocab_size: int,
 ) -> dict[str, Any]:
     """The evenhand settings of one example's request under ``config`` (a ``GenerateConfig``).
@@ -212,7 +213,7 @@ def request_settings(
     return settings
 
 
-def coverage_settings(config: Any, tokenizer: Any, example: Example, vocab_size: int) -> dict[str, Any]:
+def coverage_settings(config: FairnessSettings, tokenizer: Any, example: Example, vocab_size: int) -> dict[str, Any]:
     """The ``coverage`` part: the example's group vocabulary as token ids and its target."""
     from ..processors.group_vocab import build_group_vocab
 
