@@ -317,7 +317,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
 
     Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
     scorer with ``serves = True`` (the LLM judges) also takes a server URL
-    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
+    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.engines.http``; its config
     then reads ``max_concurrency`` and ``timeout``); so does one with ``reads_prompts =
     True`` (the LM-likelihood scorers), which reads a vLLM server's prompt log-probs
     (:class:`ServerPromptLogprobs`) and the served model's tokenizer, loaded here. Others

@@ -18,6 +18,7 @@ from evenhand.decoding.processors.abstractiveness import fragment_increment, log
 from evenhand.decoding.processors.builders import (
     PromptBatch,
     abstractiveness_builder,
+    constraint_builders,
     source_token_ids,
 )
 from evenhand.decoding.prompts.source_tokens import prompt_source_ids
@@ -311,8 +312,8 @@ def test_config_validation():
         GenerateConfig(abstractiveness=2.0, extractiveness=2.0)
     with pytest.raises(ValueError, match="`abstractiveness` must be a positive float"):
         GenerateConfig(abstractiveness=-1.0)
-    assert GenerateConfig().processor_builders() == []
-    assert len(GenerateConfig(extractiveness=2.0).processor_builders()) == 1
+    assert constraint_builders(GenerateConfig()) == []
+    assert len(constraint_builders(GenerateConfig(extractiveness=2.0))) == 1
 
 
 def test_cli_flags_from_dataclass():

@@ -152,3 +152,21 @@ def test_vllm_is_imported_only_when_asked_for():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_one_prompt_builder_names_file_and_line_past_the_context(tokenizer):
+    """Every engine tokenizes the plan's prompts; one too long for the context names the example's
+    file:line (the vLLM engines' error lost it before)."""
+    from evenhand.decoding.prompts.plan import plan_prompts, prompt_token_ids
+    from evenhand.decoding.prompts.templates import build_prompt, chat_prompt
+    from evenhand.evaluation.loaders import load_examples
+
+    [ex] = load_examples(DEMO)[:1]
+    [plan] = plan_prompts([ex], GenerateConfig())
+    assert plan.text(tokenizer) == chat_prompt(tokenizer, build_prompt(ex)) + plan.prefix and plan.prefix
+    assert plan.messages()[1] == {"role": "user", "content": build_prompt(ex)}
+    [ids] = prompt_token_ids(tokenizer, [plan])
+    assert ids == tokenizer(plan.text(tokenizer), add_special_tokens=False)["input_ids"]
+    with pytest.raises(DataError, match=rf"demo\.jsonl:1: example {ex.id!r}: `documents` take {len(ids)} prompt "
+                                        r"tokens, more than the model's context allows \(64 tokens minus 8 new\)"):
+        prompt_token_ids(tokenizer, [plan], limit=64, max_new_tokens=8)

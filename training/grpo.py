@@ -170,17 +170,13 @@ def grpo_prompts(ctx: RunContext, examples: Sequence[Example]) -> tuple[list[str
     Raises DataError (from ``encode_prompts``) when a prompt leaves no room for ``max_new_tokens``.
     """
     from ..decoding.config import GenerateConfig
-    from ..decoding.engines.transformers import encode_prompts, response_prefixes
-    from ..decoding.prompts.templates import build_prompt, chat_prompt
+    from ..decoding.engines.transformers import encode_prompts
+    from ..decoding.prompts.plan import plan_prompts
 
     config = GenerateConfig(max_new_tokens=ctx.config.max_new_tokens, num_beams=1)
     encode_prompts(ctx.model, ctx.tokenizer, examples, config)  # context-length check only
-    prefixes = response_prefixes(ctx.model, examples, config)
-    texts = [
-        chat_prompt(ctx.tokenizer, build_prompt(ex, config.instruction, config.fair_prompt, config.prompt_kind)) + prefix
-        for ex, prefix in zip(examples, prefixes)
-    ]
-    return texts, prefixes
+    plans = plan_prompts(examples, config, prefixes=not ctx.model.config.is_encoder_decoder)
+    return [plan.text(ctx.tokenizer) for plan in plans], [plan.prefix for plan in plans]
 
 
 def grpo_args(ctx: RunContext, k: int, workdir: Path) -> Any:

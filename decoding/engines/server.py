@@ -132,8 +132,14 @@ class ServerEngine:
         served tokenizer), or the probe that the server runs evenhand's processors."""
         if config.beam_search:
             server_next_token(self.client, config)
-        elif self.client.processors and needs_processors(config):
+        elif self.uses_processors(config):
             require_processors(self.client)
+
+    def uses_processors(self, config: GenerateConfig) -> bool:
+        """Whether ``config`` decodes through evenhand's processors on the server (``/completions`` on
+        token ids): the server runs them and ``config`` asks for one, or for a response prefix (which
+        the chat API cannot continue)."""
+        return self.client.processors and (needs_processors(config) or bool(config.response_prefix))
 
     def check_prompts(self, examples: Sequence[Example], config: GenerateConfig) -> None:
         """The server checks its own context."""
@@ -162,7 +168,7 @@ class ServerEngine:
         if config.beam_search:  # fair beam search: the step loop (engines/beam_loop.py)
             next_token, tokenizer, vocab = server_next_token(client, config)
             return fair_beam_generate(next_token, tokenizer, examples, config, vocab, progress, on_batch)
-        if client.processors and (needs_processors(config) or config.response_prefix):
+        if self.uses_processors(config):
             return generate_with_processors(client, examples, config, progress, on_batch)
         return generate_via_chat(client, examples, config, progress, on_batch)
 

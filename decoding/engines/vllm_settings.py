@@ -217,6 +217,8 @@ def coverage_settings(config: FairnessSettings, tokenizer: Any, example: Example
     """The ``coverage`` part: the example's group vocabulary as token ids and its target."""
     from ..processors.group_vocab import build_group_vocab
 
+    if config.fairness is None:
+        raise ValueError("the group-coverage bonus needs a `fairness` target")
     vocab = build_group_vocab(example, tokenizer)
     ids = vocab.token_ids.tolist()
     if ids and max(ids) >= vocab_size:

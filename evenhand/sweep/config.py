@@ -23,7 +23,7 @@ YAML schema (every key but ``datasets`` optional)::
     cells:                         # explicit cells, appended after the grid's; each over base
       - {name: reward, extractiveness: 2}
 
-A *setting* key is any ``evenhand.decoding.generate.GenerateConfig`` field (checked
+A *setting* key is any ``evenhand.decoding.config.GenerateConfig`` field (checked
 against the dataclass at load time, so new fields work without changes here)
 except ``seed`` (use ``seeds``), plus:
 
