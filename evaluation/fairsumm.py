@@ -152,7 +152,7 @@ def uer_terms(source_share: Any, summary_share: Any) -> Any:
     """max(0, s_v − t_v) per value: how far the summary's share t_v falls short of the source's s_v.
 
     The one UER core: numpy arrays here, torch tensors in the decoders
-    (``evenhand.decoding.beam.hf_loop``), elementwise.
+    (``evenhand.decoding.fair_beam``), elementwise.
 
     >>> uer_terms(np.array([0.6, 0.4]), np.array([0.75, 0.25])).tolist()
     [0.0, 0.15000000000000002]

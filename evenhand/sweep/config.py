@@ -36,7 +36,7 @@ except ``seed`` (use ``seeds``), plus:
   with the ``composite`` scorer;
 * ``engine``: ``transformers`` (default, in-process) or ``vllm`` (in-process vLLM,
   ``decoding/engines/vllm_engine.py``; beam search, plain or fair, as the step loop of
-  ``decoding/engines/server.py``, greedy with a token-raising processor);
+  ``decoding/engines/beam_loop.py``, greedy with a token-raising processor);
   a base option or a grid axis (``engine: [transformers, vllm]``);
 * ``name``: a label for an explicit cell (not a setting: cells are identified
   by their settings).
