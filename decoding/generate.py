@@ -57,6 +57,11 @@ def generate(
     if overrides:
         config = dataclasses.replace(config, **overrides)
     if not is_engine(model):
+        if not hasattr(model, "parameters"):
+            raise TypeError(
+                f"`model` must be an engine (`open_engine(name_or_url, engine)`) or a transformers model, "
+                f"got {type(model).__name__}; for a server URL use open_engine(url)"
+            )
         from .engines.transformers import TransformersEngine
 
         model = TransformersEngine(model, tokenizer)

@@ -170,3 +170,10 @@ def test_one_prompt_builder_names_file_and_line_past_the_context(tokenizer):
     with pytest.raises(DataError, match=rf"demo\.jsonl:1: example {ex.id!r}: `documents` take {len(ids)} prompt "
                                         r"tokens, more than the model's context allows \(64 tokens minus 8 new\)"):
         prompt_token_ids(tokenizer, [plan], limit=64, max_new_tokens=8)
+
+
+def test_a_model_that_is_no_engine_is_named():
+    from evenhand.decoding.engines.http import ServerClient
+
+    with pytest.raises(TypeError, match=r"`model` must be an engine .* got ServerClient; for a server URL use open_engine"):
+        generate(ServerClient("http://127.0.0.1:9/v1#m"), None, EXAMPLES, GenerateConfig())
