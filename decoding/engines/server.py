@@ -44,7 +44,11 @@ parameters. What a server cannot do:
   a warning;
 - **response prefixes**: the chat API cannot make the model continue a started
   reply, so the prompt kinds' default prefixes are dropped (``clean_summary``
-  still strips preambles) and an explicit non-empty ``response_prefix`` raises.
+  still strips preambles) and an explicit non-empty ``response_prefix`` raises (on a
+  server running evenhand's processors it goes, on token ids, to ``/completions``).
+
+What the server cannot do it declares in :data:`PLAIN` / :data:`WITH_PROCESSORS`
+(``Capabilities``); ``engines.base.refuse_unsupported`` refuses it, before any request.
 
 Repetition penalties differ by engine: llama.cpp penalizes the last 64 tokens
 (prompt included), vLLM every prompt and output token; transformers (our
