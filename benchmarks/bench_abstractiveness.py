@@ -31,7 +31,7 @@ def per_call(beams: int, repeats: int = 3) -> dict[str, float]:
     import torch
     from transformers import EncoderNoRepeatNGramLogitsProcessor
 
-    from evenhand.decoding.abstractiveness import AbstractivenessProcessor
+    from evenhand.decoding.processors.abstractiveness import AbstractivenessProcessor
 
     gen = torch.Generator().manual_seed(0)
     rows = BATCH * beams
@@ -88,9 +88,10 @@ def generation() -> dict[str, float]:
     import torch
     from transformers import LogitsProcessorList
 
-    from evenhand.decoding.generate import GenerateConfig, PromptBatch, encode_prompts
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.transformers import encode_prompts
     from evenhand.decoding.models import load_generator
-    from evenhand.decoding.source_tokens import abstractiveness_builder
+    from evenhand.decoding.processors.builders import PromptBatch, abstractiveness_builder
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.schema import Document, Example
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = max(1, min(args.calls, len(SUMMARIES)))
 
-    from evenhand.decoding.llama_server import local_llama_server
+    from evenhand.decoding.engines.launch import local_llama_server
 
     rates: dict[str, float] = {}
     if not args.no_inprocess:

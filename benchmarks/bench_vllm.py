@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--skip-hf", action="store_true", help="vLLM only (no transformers baseline)")
     args = parser.parse_args()
 
-    from evenhand.decoding.vllm_engine import vllm_available
+    from evenhand.decoding.engines.vllm_engine import vllm_available
 
     if not vllm_available():
         print("bench_vllm: vLLM is not installed (make setup-vllm; run with .venv-vllm/bin/python); skipped")
@@ -52,9 +52,10 @@ def main() -> int:
     if not SHARED.is_dir():
         print(f"bench_vllm: {SHARED} is absent; skipped")
         return 0
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.vllm_engine import EngineSettings, VllmEngine
+    from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine
     from evenhand.evaluation.loaders import load_examples
 
     half = args.limit // 2

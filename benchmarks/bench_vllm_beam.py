@@ -92,8 +92,11 @@ def vllm_engine() -> object:
 
 
 def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
-    from evenhand.decoding.generate import GenerateConfig, encode_prompts, generate
-    from evenhand.decoding.vllm_beam import VllmNextToken, fair_beam_generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.beam_loop import fair_beam_generate
+    from evenhand.decoding.engines.transformers import encode_prompts
+    from evenhand.decoding.engines.vllm_engine import VllmNextToken
+    from evenhand.decoding.generate import generate
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.registry import get_scorer
 
@@ -164,8 +167,10 @@ def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  
 
 
 def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency: int) -> None:  # noqa: ANN001
-    from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.decoding.server import ServerClient, ServerConfig
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.http import ServerClient, ServerConfig
+    from evenhand.decoding.engines.server import ServerEngine
+    from evenhand.decoding.generate import generate
     from evenhand.evaluation.loaders import load_examples
     from evenhand.evaluation.registry import get_scorer
 
@@ -175,10 +180,11 @@ def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency:
         examples = load_examples(path)[:n]
         config = GenerateConfig(max_new_tokens=tokens, num_beams=4, fairness="ratio", fair_beam=1.0, batch_size=4)
         client = ServerClient(url, ServerConfig(max_concurrency=concurrency))
-        generate(client, None, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4, fairness="ratio",
+        engine = ServerEngine(client)
+        generate(engine, None, examples[:1], GenerateConfig(max_new_tokens=2, num_beams=4, fairness="ratio",
                                                            fair_beam=1.0), progress=False)  # probe, tokenizer
         start = time.perf_counter()
-        remote = generate(client, None, examples, config, progress=False)
+        remote = generate(engine, None, examples, config, progress=False)
         t_server = time.perf_counter() - start
         print(f"   fair beam through the server: {t_server:.1f} s ({client.stats.requests} requests)", flush=True)
         start = time.perf_counter()
@@ -233,7 +239,7 @@ def main() -> int:
         print("\n2./3./4.: vLLM is not installed here (make setup-vllm; run with .venv-vllm/bin/python): skipped")
         return 0
     if 4 in parts and not args.server:
-        from evenhand.decoding.vllm_server import local_vllm_server
+        from evenhand.decoding.engines.launch import local_vllm_server
 
         with local_vllm_server("smollm2-135m-instruct", max_logprobs=64) as (url, _):
             through_server(url, model, tok, args.examples, args.tokens, data, args.max_concurrency)

@@ -24,10 +24,11 @@ def main() -> None:
 
     import torch
 
-    from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
-    from evenhand.decoding.group_coverage import GroupCoverageProcessor
-    from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
+    from evenhand.decoding.beam.hf_loop import fair_beam_search
+    from evenhand.decoding.beam.objective import FairBeamSettings
     from evenhand.decoding.models import load_generator, tiny_model
+    from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
+    from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
     from evenhand.evaluation.schema import Document, Example
 
     torch.set_num_threads(1)  # shared CPU: more threads spin-wait

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from ..evaluation.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; _LAZY serves the same names at run time
-    from .abstractiveness import AbstractivenessProcessor as AbstractivenessProcessor
-    from .abstractiveness import fragment_penalties as fragment_penalties
+    from .processors.abstractiveness import AbstractivenessProcessor as AbstractivenessProcessor
+    from .processors.abstractiveness import fragment_penalties as fragment_penalties
 
 _LAZY = {
-    "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
-    "fragment_penalties": "evenhand.decoding.abstractiveness",
+    "AbstractivenessProcessor": "evenhand.decoding.processors.abstractiveness",
+    "fragment_penalties": "evenhand.decoding.processors.abstractiveness",
 }
 
 __all__ = [  # the table's names, sorted (tests/test_layout.py checks)

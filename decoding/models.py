@@ -388,7 +388,7 @@ def model_identity(name_or_path: str) -> dict[str, Any]:
         return {"name": name_or_path}
     # the content, not the sizes: weights replaced in place (same sizes) are another model
     identity: dict[str, Any] = {"name": str(path.resolve()), "content_sha256": content_digest(path)}
-    base = _adapter_base(str(path))
+    base = adapter_base(str(path))
     if base is not None:
         identity["base"] = model_identity(base)
     return identity
@@ -414,7 +414,7 @@ def load_tokenizer(name_or_path: str = SMOLLM2) -> Any:
     return tok
 
 
-def _adapter_base(path: str) -> str | None:
+def adapter_base(path: str) -> str | None:
     """The base model named by a peft adapter folder, or None if ``path`` is no adapter."""
     config = Path(path) / "adapter_config.json"
     if not config.is_file():
@@ -443,7 +443,7 @@ def load_generator(
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-    from .server import is_server_url
+    from .engines.http import is_server_url
 
     if is_server_url(name_or_path):
         from ..evaluation.schema import DataError
@@ -460,15 +460,15 @@ def load_generator(
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     check_local(name_or_path)
-    adapter_base = _adapter_base(name_or_path)
-    base = adapter_base if adapter_base is not None else name_or_path
+    base_name = adapter_base(name_or_path)
+    base = base_name if base_name is not None else name_or_path
     check_local(base, "the adapter's base model")
     path = resolve(base)
     local = offline()
     config = AutoConfig.from_pretrained(path, local_files_only=local)
     cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     model: Any = cls.from_pretrained(path, dtype=dtype, local_files_only=local)  # HF + peft stubs disagree on .to()
-    if adapter_base is not None:
+    if base_name is not None:
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, name_or_path)

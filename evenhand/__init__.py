@@ -5,7 +5,7 @@ transformers)::
 
     from evenhand import load_generator, load_examples, GenerateConfig, generate
     from evenhand import get_scorer, Reranker, RerankConfig, mint
-    from evenhand import ServerClient   # generate(ServerClient("http://HOST:PORT/v1"), None, examples)
+    from evenhand import open_engine    # generate(open_engine("http://HOST:PORT/v1"), None, examples)
 
 The layers themselves are ``evenhand.evaluation``, ``evenhand.decoding``,
 ``evenhand.rerank`` and ``evenhand.training``.
@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING
 from evenhand.evaluation.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; _PUBLIC serves the same names at run time
-    from evenhand.decoding.abstractiveness import (
-        AbstractivenessProcessor as AbstractivenessProcessor,
-    )
-    from evenhand.decoding.generate import GenerateConfig as GenerateConfig
+    from evenhand.decoding.config import GenerateConfig as GenerateConfig
+    from evenhand.decoding.engines.base import open_engine as open_engine
+    from evenhand.decoding.engines.http import ServerClient as ServerClient
+    from evenhand.decoding.engines.http import ServerConfig as ServerConfig
     from evenhand.decoding.generate import generate as generate
     from evenhand.decoding.models import load_generator as load_generator
-    from evenhand.decoding.server import ServerClient as ServerClient
-    from evenhand.decoding.server import ServerConfig as ServerConfig
+    from evenhand.decoding.processors.abstractiveness import (
+        AbstractivenessProcessor as AbstractivenessProcessor,
+    )
     from evenhand.evaluation.calibration import Calibration as Calibration
     from evenhand.evaluation.fragments import fragment_scores as fragment_scores
     from evenhand.evaluation.loaders import load_examples as load_examples
@@ -55,11 +56,12 @@ _PUBLIC = {
     "fragment_scores": "evenhand.evaluation.fragments",
     "Calibration": "evenhand.evaluation.calibration",
     "load_generator": "evenhand.decoding.models",
-    "GenerateConfig": "evenhand.decoding.generate",
+    "GenerateConfig": "evenhand.decoding.config",
+    "open_engine": "evenhand.decoding.engines.base",
     "generate": "evenhand.decoding.generate",
-    "AbstractivenessProcessor": "evenhand.decoding.abstractiveness",
-    "ServerClient": "evenhand.decoding.server",
-    "ServerConfig": "evenhand.decoding.server",
+    "AbstractivenessProcessor": "evenhand.decoding.processors.abstractiveness",
+    "ServerClient": "evenhand.decoding.engines.http",
+    "ServerConfig": "evenhand.decoding.engines.http",
     "get_scorer": "evenhand.evaluation.registry",
     "available": "evenhand.evaluation.registry",
     "register": "evenhand.evaluation.registry",
@@ -75,6 +77,6 @@ __all__ = [  # the table's names, sorted (tests/test_layout.py checks)
     "AbstractivenessProcessor", "Calibration", "DPORRConfig", "DataError", "Document",
     "Example", "GenerateConfig", "RerankConfig", "Reranker", "Scorer", "ScorerConfig",
     "ServerClient", "ServerConfig", "available", "fragment_scores", "generate", "get_scorer",
-    "load_examples", "load_generator", "mint", "register", "train_dpo_rr",
+    "load_examples", "load_generator", "mint", "open_engine", "register", "train_dpo_rr",
 ]
 __getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC)

@@ -15,6 +15,8 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from evenhand.decoding.engines.base import DEFAULT_ENGINE, engine_names
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -107,10 +109,11 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
     }),
     "engine": ("--engine", {
-        "default": "transformers", "choices": ("transformers", "vllm"),
+        "default": DEFAULT_ENGINE,  # choices: the engine registry's names when the parser is built
         "help": "Decoding engine: transformers (in-process, default) or vllm (in-process vLLM with "
-        "evenhand's logits processors: greedy instead of beam search, no fair beam search; needs "
-        "vLLM: `make setup-vllm`, docs/serving.md).",
+        "evenhand's logits processors; beam search, plain or fair, as a step loop over its log-probs, "
+        "without --abstractiveness/--extractiveness/--fair-strength; needs vLLM: `make setup-vllm`, "
+        "docs/serving.md).",
     }),
     "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
     "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
@@ -130,6 +133,8 @@ def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: st
     """Add the shared options ``names`` (keys of :data:`COMMON_OPTIONS`); ``helps`` rewords their help."""
     for name in names:
         flag, keywords = COMMON_OPTIONS[name]
+        if name == "engine":  # an engine registered after import is a choice too
+            keywords = {**keywords, "choices": engine_names()}
         parser.add_argument(flag, **{**keywords, "help": helps.get(name, keywords["help"])})
 
 

@@ -149,22 +149,22 @@ def evenhand_summary(
 ) -> tuple[str, list[dict[str, Any]]]:
     """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
     the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
     from evenhand.rerank.reranker import RerankConfig, Reranker, score_and_select
 
     shared: dict[str, Any] = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
         fairness=config.fairness, fairness_strength=config.fairness_strength, seed=config.seed,
     )
-    from evenhand.decoding.vllm_engine import VllmEngine
-
     candidates = []
     # on vLLM beam search is a loop over raw candidate log-probs, which cannot take the constraints
     # (λ, α) that the demo's fair-beam candidates carry: greedy λ + α there instead
-    if isinstance(model, VllmEngine):
+    steers = model.capabilities.beam_with_raising_processors
+    if not steers:
         text = generate(model, tokenizer, [example], GenerateConfig(num_beams=1, **shared), progress=False)[0]
-        candidates.append({"text": text, "recipe": "greedy λ+α (vllm)", "index": 0})
-    for beta in () if isinstance(model, VllmEngine) else config.fair_beams:
+        candidates.append({"text": text, "recipe": f"greedy λ+α ({model.kind})", "index": 0})
+    for beta in config.fair_beams if steers else ():
         beam = GenerateConfig(num_beams=4, fair_beam=beta, **shared)
         text = generate(model, tokenizer, [example], beam, progress=False)[0]
         candidates.append({"text": text, "recipe": f"fair-beam β={beta:g}", "index": len(candidates)})
@@ -315,8 +315,9 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from evenhand.decoding.generate import GenerateConfig, generate
-    from evenhand.decoding.models import check_local, load_generator
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
+    from evenhand.decoding.models import check_local
     from evenhand.evaluation.checks import check_count, check_seed
     from evenhand.evaluation.jsonl import write_csv, write_jsonl
     from evenhand.evaluation.registry import get_scorer
@@ -331,26 +332,22 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.out:  # before the model loads: a minute of work is not lost to a bad --out
         check_demo_outputs(args.out)
     check_local(args.model)
-    engine = getattr(args, "engine", "transformers")
-    from evenhand.decoding.vllm_engine import check_engine
+    from evenhand.decoding.engines.base import DEFAULT_ENGINE, open_engine
 
-    check_engine(engine, args.model)
+    engine = open_engine(args.model, getattr(args, "engine", DEFAULT_ENGINE))
     config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
                         candidates=args.candidates)
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
-    if engine == "vllm":  # vLLM decodes; the scorers load their own in-process copy
-        from evenhand.decoding.vllm_engine import VllmEngine
-
-        model = VllmEngine(args.model)
-        tokenizer = model.tokenizer
-    else:
-        model, tokenizer = load_generator(args.model)
+    shared = engine.shared_model()  # in-process: the scorers score with it; else they load their own copy
+    model, tokenizer = engine, engine.tokenizer
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
     floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
-    for scorer in (composite, *floor_scorers.values()) if engine != "vllm" else ():
-        share_model(scorer, model, tokenizer, args.model)  # score with the loaded generator, no second copy
+    if shared is not None:  # score with the loaded generator, no second copy
+        for scorer in (composite, *floor_scorers.values()):
+            share_model(scorer, shared[0], shared[1], args.model)
     # plain beam search on both engines (on vLLM the step loop, the in-process summaries)
     plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
+    steers = engine.capabilities.beam_with_raising_processors  # fair beam search under λ and α
     rows = []
     for ex in examples:
         ex.require_groups(f"demo example {ex.id!r}")
@@ -364,8 +361,8 @@ def _run_demo(args: argparse.Namespace) -> int:
             for side, i, text in (("plain", -1, plain), ("evenhand", kept, fair))
         }
         print(_side_by_side(
-            "PLAIN (beam search)" if engine != "vllm" else "PLAIN (greedy, vllm)",
-            "EVENHAND (λ4 + fair beam + rerank)" if engine != "vllm" else "EVENHAND (λ4 + α + rerank, vllm)",
+            "PLAIN (beam search)" if steers else f"PLAIN (greedy, {engine.kind})",
+            "EVENHAND (λ4 + fair beam + rerank)" if steers else f"EVENHAND (λ4 + α + rerank, {engine.kind})",
         ))
         print(_side_by_side("-" * 44, "-" * 44))
         print(_side_by_side(plain, fair))

@@ -4,7 +4,7 @@
 
 loads :class:`EvenhandLogitsProcessor` (vLLM V1 engine; the class implements both the
 V1 model runner's interface and Model Runner V2's, see docs/serving.md). Requests switch it on with
-``vllm_xargs={"evenhand": "<json settings>"}`` (``evenhand.decoding.vllm_args``);
+``vllm_xargs={"evenhand": "<json settings>"}`` (``evenhand.decoding.engines.vllm_settings``);
 ``evenhand generate --model http://HOST:PORT/v1 --abstractiveness 2`` sends them.
 ``VllmEngine`` is the in-process backend of ``--engine vllm``.
 
@@ -14,7 +14,7 @@ Importing this module imports vLLM (needs ``pip install 'evenhand[vllm]'``, or
 
 from __future__ import annotations
 
-from evenhand.decoding.vllm_engine import Completion, EngineSettings, VllmEngine
-from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+from evenhand.decoding.engines.vllm_engine import Completion, EngineSettings, VllmEngine
+from evenhand.decoding.engines.vllm_processor import EvenhandLogitsProcessor
 
 __all__ = ["Completion", "EngineSettings", "EvenhandLogitsProcessor", "VllmEngine"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from ..decoding.server import ServerClient, ServerConfig, is_server_url
+from ..decoding.engines.http import ServerClient, ServerConfig, is_server_url
 from ..evaluation.schema import DataError
 from ..evaluation.scorer import Scorer, ScorerConfig
 
@@ -193,9 +193,9 @@ _VLLM_ENGINES: dict[str, Any] = {}
 def vllm_engine_for(model: str) -> Any:
     """One in-process ``VllmEngine`` per model name, shared by every scorer of this process."""
     if model not in _VLLM_ENGINES:
-        from ..decoding.vllm_engine import VllmEngine  # pyright: ignore[reportMissingImports]
+        from ..decoding.engines.base import open_engine
 
-        _VLLM_ENGINES[model] = VllmEngine(model)
+        _VLLM_ENGINES[model] = open_engine(model, "vllm")
     return _VLLM_ENGINES[model]
 
 
@@ -306,7 +306,7 @@ def server_prompt_model(client: ServerClient, need: str = "prompt_logprobs") -> 
     model = client.memo["prompt_model"]
     model.probe(need)
     if "tokenizer" not in client.memo:
-        from ..decoding.server_generate import server_tokenizer
+        from ..decoding.engines.server import server_tokenizer
 
         client.memo["tokenizer"] = server_tokenizer(client)
     return model, client.memo["tokenizer"]
@@ -317,7 +317,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
 
     Its config is an ``LmBackedConfig`` (``model``: alias, folder or HF id; ``device``). A
     scorer with ``serves = True`` (the LLM judges) also takes a server URL
-    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.server``; its config
+    ``http://HOST:PORT/v1[#MODEL]`` as ``model`` (``decoding.engines.http``; its config
     then reads ``max_concurrency`` and ``timeout``); so does one with ``reads_prompts =
     True`` (the LM-likelihood scorers), which reads a vLLM server's prompt log-probs
     (:class:`ServerPromptLogprobs`) and the served model's tokenizer, loaded here. Others
@@ -350,7 +350,9 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
                 max_concurrency=getattr(self.config, "max_concurrency", 4),
                 timeout=getattr(self.config, "timeout", 120.0),
             )
-            self.server = ServerClient(self.config.model, server)
+            from ..decoding.engines.base import open_engine
+
+            self.server = open_engine(self.config.model, server=server).client  # the server engine's client
 
     @property
     def on_vllm(self) -> bool:

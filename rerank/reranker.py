@@ -150,7 +150,7 @@ class Reranker:
         generate_config: Any = None, floor_scorers: dict[str, Scorer] | None = None,
         lora_request: Any = None,
     ) -> None:
-        from ..decoding.generate import GenerateConfig
+        from ..decoding.config import GenerateConfig
 
         self.model = model
         self.tokenizer = tokenizer

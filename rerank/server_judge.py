@@ -31,7 +31,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..decoding.server import ServerClient
+from ..decoding.engines.http import ServerClient
 from ..evaluation.schema import DataError, Example
 
 #: Top log-probs asked for per position (the OpenAI API's maximum, vLLM's default limit).
@@ -42,7 +42,7 @@ PARSE_TOKENS = 8
 
 def judge_messages(template: str, example: Example, summary: str) -> list[dict[str, str]]:
     """The chat messages of one judge call: the in-process prompt before its chat template."""
-    from ..decoding.prompting import DEFAULT_SYSTEM
+    from ..decoding.prompts.templates import DEFAULT_SYSTEM
 
     user = template.format(article=example.source_text("\n\n"), summary=summary)
     return [{"role": "system", "content": DEFAULT_SYSTEM}, {"role": "user", "content": user}]

@@ -55,7 +55,8 @@ def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     import numpy as np
     from rouge_score import rouge_scorer
 
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.fragments import fragment_scores
     from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl

@@ -57,7 +57,8 @@ def run_setting(model: Any, tok: Any, examples: list[Any], overrides: dict[str, 
     """Summaries and mean wall and CPU seconds per summary; rows already in ``path`` (same ids)
     are reused. CPU seconds (this process, one thread) are the fair time ratio on a shared
     machine: wall time moves with whatever else runs."""
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
 
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     done = {r["id"] for r in rows}
@@ -172,7 +173,7 @@ def main() -> None:
     parser.add_argument(
         "--engine", default="transformers", choices=("transformers", "vllm"),
         help="vllm: decode through an in-process vLLM engine (beam search as the step loop of "
-        "decoding/vllm_beam.py; run with .venv-vllm/bin/python); use a large --batch-size there.",
+        "decoding/engines/beam_loop.py; run with .venv-vllm/bin/python); use a large --batch-size there.",
     )
     args = parser.parse_args()
 
@@ -186,10 +187,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.engine == "vllm":
-        from evenhand.decoding.vllm_engine import VllmEngine
+    if args.engine != "transformers":  # another engine: generate() decodes through it
+        from evenhand.decoding.engines.base import open_engine
 
-        model, tok = VllmEngine("smollm2-135m-instruct"), None
+        model, tok = open_engine("smollm2-135m-instruct", args.engine), None
     else:
         model, tok = load_generator(device="cpu")
     metrics = Metrics()

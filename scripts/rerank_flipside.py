@@ -28,7 +28,8 @@ def main() -> int:
     parser.add_argument("--score-cache", default=None)
     args = parser.parse_args()
 
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.jsonl import ResumableJsonl
     from evenhand.evaluation.loaders import load_examples

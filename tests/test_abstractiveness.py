@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 from transformers import LogitsProcessor
 
 from evenhand.decoding import AbstractivenessProcessor, fragment_penalties
-from evenhand.decoding.abstractiveness import fragment_increment, log_lambda
-from evenhand.decoding.generate import GenerateConfig, PromptBatch, generate
-from evenhand.decoding.source_tokens import (
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.generate import generate
+from evenhand.decoding.processors.abstractiveness import fragment_increment, log_lambda
+from evenhand.decoding.processors.builders import (
+    PromptBatch,
     abstractiveness_builder,
-    prompt_source_ids,
+    constraint_builders,
     source_token_ids,
 )
+from evenhand.decoding.prompts.source_tokens import prompt_source_ids
 from evenhand.evaluation.schema import Document, Example
 
 # The authors' tests use f(x) = x**2 / c**2 with c = 1, i.e. ln2 * x**2 / h**2 with h = sqrt(ln2).
@@ -263,7 +266,7 @@ def test_generate_increments_match_reference(tiny, mode, reward):
 def test_strong_reward_copies_and_strong_penalty_avoids_source(tiny):
     from transformers import LogitsProcessorList
 
-    from evenhand.decoding.generate import encode_prompts
+    from evenhand.decoding.engines.transformers import encode_prompts, hf_kwargs
 
     model, tok = tiny
     config = GenerateConfig(max_new_tokens=6, num_beams=1, no_repeat_ngram_size=0)
@@ -272,7 +275,7 @@ def test_strong_reward_copies_and_strong_penalty_avoids_source(tiny):
     sources = [set(s) for s in source_token_ids(batch)]
     for reward in (True, False):
         procs = LogitsProcessorList(abstractiveness_builder(0.1, reward)(batch))
-        out = model.generate(**enc, **config.hf_kwargs(), logits_processor=procs,
+        out = model.generate(**enc, **hf_kwargs(config), logits_processor=procs,
                              pad_token_id=tok.pad_token_id)
         new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
         for row, src in zip(new.tolist(), sources):
@@ -309,8 +312,8 @@ def test_config_validation():
         GenerateConfig(abstractiveness=2.0, extractiveness=2.0)
     with pytest.raises(ValueError, match="`abstractiveness` must be a positive float"):
         GenerateConfig(abstractiveness=-1.0)
-    assert GenerateConfig().processor_builders() == []
-    assert len(GenerateConfig(extractiveness=2.0).processor_builders()) == 1
+    assert constraint_builders(GenerateConfig()) == []
+    assert len(constraint_builders(GenerateConfig(extractiveness=2.0))) == 1
 
 
 def test_cli_flags_from_dataclass():

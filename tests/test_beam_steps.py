@@ -12,13 +12,14 @@ from transformers import (
     RepetitionPenaltyLogitsProcessor,
 )
 
-from evenhand.decoding.beam_steps import (
+from evenhand.decoding.beam.hf_loop import fair_beam_search
+from evenhand.decoding.beam.objective import FairBeamSettings
+from evenhand.decoding.beam.step_loop import (
     TransformersNextToken,
     beam_search_steps,
     candidate_processors,
 )
-from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
-from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
+from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
 from evenhand.evaluation.schema import Document, Example
 
 EXAMPLES = [

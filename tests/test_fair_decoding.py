@@ -7,11 +7,13 @@ import argparse
 import pytest
 import torch
 
-from evenhand.decoding.fair_beam import FairBeamSettings, _keep_alive_order, fair_beam_search
-from evenhand.decoding.generate import GenerateConfig, generate
-from evenhand.decoding.group_coverage import GroupCoverageProcessor
-from evenhand.decoding.group_vocab import GroupTables, build_group_vocab, parse_fairness
-from evenhand.decoding.prompting import build_prompt
+from evenhand.decoding.beam.hf_loop import fair_beam_search
+from evenhand.decoding.beam.objective import FairBeamSettings, keep_alive_order
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.generate import generate
+from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
+from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab, parse_fairness
+from evenhand.decoding.prompts.templates import build_prompt
 from evenhand.evaluation.schema import DataError, Document, Example
 
 # pos: great, battery (N=2); neg: awful, battery, died (N=3); prior π = (0.4, 0.6).
@@ -66,7 +68,7 @@ def test_group_vocab_hand_values(tok):
 
 
 def test_group_vocab_first_pieces_contractions_and_no_content(tok):
-    from evenhand.decoding.group_vocab import first_pieces, key_index
+    from evenhand.decoding.processors.group_vocab import first_pieces, key_index
     from evenhand.evaluation.text import normalize_word
 
     # " unbelievable" is " unbelie" + "vable": the first piece stands for the word;
@@ -84,7 +86,7 @@ def test_group_vocab_first_pieces_contractions_and_no_content(tok):
 
 def test_decoder_counts_equal_fairsumm_ngram_target(tok):
     """Counting generated tokens with the map gives FairSumm's N-gram target counts."""
-    from evenhand.decoding.group_coverage import group_counts
+    from evenhand.decoding.processors.group_coverage import group_counts
     from evenhand.evaluation.fairsumm import ngram_target_counts, source_counts
 
     ex = Example(
@@ -268,17 +270,17 @@ def test_keep_alive_reserves_a_beam_for_the_needy_group():
     target = torch.tensor([[[0.5, 0.5]]])
     present = torch.ones(1, 1, 2, dtype=torch.bool)
     hits = torch.tensor([[False, False, False, False]])
-    keep = _keep_alive_order(hits, shares, target, present, tau=0.8, k=2)
+    keep = keep_alive_order(hits, shares, target, present, tau=0.8, k=2)
     assert keep.tolist() == [[0, 2]]
     # a finished candidate is never reserved: the next one serving group 1 (.4 >= .8 · .5) is
     done = torch.tensor([[False, False, True, False]])
-    assert _keep_alive_order(done, shares, target, present, 0.8, 2).tolist() == [[0, 3]]
+    assert keep_alive_order(done, shares, target, present, 0.8, 2).tolist() == [[0, 3]]
     # none serves: rank order among unfinished, finished last
     done = torch.tensor([[False, False, True, True]])
-    assert _keep_alive_order(done, shares, target, present, 0.8, 3).tolist() == [[0, 1, 2]]
+    assert keep_alive_order(done, shares, target, present, 0.8, 3).tolist() == [[0, 1, 2]]
     # without needy groups, rank order
     fair = torch.tensor([[[0.5, 0.5]] * 4])
-    assert _keep_alive_order(hits, fair, target, present, 0.8, 3).tolist() == [[0, 1, 2]]
+    assert keep_alive_order(hits, fair, target, present, 0.8, 3).tolist() == [[0, 1, 2]]
 
 
 def test_fair_beam_settings_validate(tok):

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
-from evenhand.decoding.generate import GenerateConfig, generate
-from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
-from evenhand.decoding.meaning import MeaningCoverage
+from evenhand.decoding.beam.hf_loop import fair_beam_search
+from evenhand.decoding.beam.meaning import MeaningCoverage
+from evenhand.decoding.beam.objective import FairBeamSettings
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.generate import generate
+from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
 from evenhand.evaluation.schema import Document, Example
 from tests.test_fair_decoding import FixedNextToken, beam_kwargs
 
@@ -96,7 +98,7 @@ def test_config_and_generate_hookup(tiny_causal, monkeypatch):
         GenerateConfig(fairness="ratio", fair_meaning=1.0, fair_meaning_measure="bleu")
     cfg = GenerateConfig(fairness="ratio", fair_meaning=1.0, num_beams=2, max_new_tokens=4)
     assert cfg.active and cfg.beam_search and cfg.parts()["fairness"].fair_meaning == 1.0
-    import evenhand.decoding.embeddings as embeddings
+    import evenhand.decoding.beam.embeddings as embeddings
 
     monkeypatch.setattr(embeddings, "load_encoder", lambda *a, **k: WordAxes())
     out = generate(model, tok, [EXAMPLE, OTHER], cfg, progress=False)

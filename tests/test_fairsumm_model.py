@@ -123,7 +123,7 @@ def test_bertscore_real_tiny_encoder_token_states(tmp_path):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from evenhand.decoding.embeddings import TextEncoder
+    from evenhand.decoding.beam.embeddings import TextEncoder
     from evenhand.decoding.models import minilm_path
 
     tok = AutoTokenizer.from_pretrained(str(minilm_path()))
@@ -167,7 +167,7 @@ def test_bartscore_target_is_softmax_of_value_likelihoods(tiny_causal):
 def test_score_end_adds_the_end_tokens_log_prob(tiny_causal):
     import torch
 
-    from evenhand.decoding.prompting import format_documents
+    from evenhand.decoding.prompts.templates import format_documents
 
     model, tok = tiny_causal
     off = get_scorer("lm-likelihood", progress=False).use_model(model, tok, "tiny")
@@ -191,7 +191,7 @@ def test_score_end_adds_the_end_tokens_log_prob(tiny_causal):
 
 
 def test_bert_score_baseline_follows_the_code_for_roberta_large():
-    from evenhand.decoding.embeddings import default_layer
+    from evenhand.decoding.beam.embeddings import default_layer
     from evenhand.rerank.scorers.fairsumm_model import bert_score_baseline
 
     # one table of bert_score's default layers serves the encoder and the baseline lookup,

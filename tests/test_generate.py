@@ -1,7 +1,13 @@
 import pytest
 
-from evenhand.decoding.generate import GenerateConfig, generate
-from evenhand.decoding.prompting import PROMPT_KINDS, build_prompt, chat_prompt, format_documents
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.generate import generate
+from evenhand.decoding.prompts.templates import (
+    PROMPT_KINDS,
+    build_prompt,
+    chat_prompt,
+    format_documents,
+)
 from evenhand.evaluation.schema import DataError, Document, Example
 
 EXAMPLES = [
@@ -110,25 +116,26 @@ def test_seq2seq_generation(tokenizer):
 def test_repetition_penalty_spares_the_prompt(tiny_causal):
     import torch
 
-    from evenhand.decoding.generate import _generated_only_penalty
+    from evenhand.decoding.engines.transformers import hf_kwargs
+    from evenhand.decoding.processors.builders import generated_only_penalty
 
     model, _ = tiny_causal
     config = GenerateConfig(repetition_penalty=2.0)
-    (proc,) = _generated_only_penalty(model, config, prompt_length=3)
+    (proc,) = generated_only_penalty(model, config, prompt_length=3)
     input_ids = torch.tensor([[5, 6, 7, 8, 9]])  # prompt 5 6 7, generated 8 9
     scores = torch.full((1, 12), 4.0)
     out = proc(input_ids, scores.clone())
     expected = torch.full((1, 12), 4.0)
     expected[0, [8, 9]] = 2.0  # positive logits divided by the penalty, generated tokens only
     assert torch.equal(out, expected)
-    assert _generated_only_penalty(model, GenerateConfig(penalize_prompt=True), 3) == []
-    assert _generated_only_penalty(model, GenerateConfig(repetition_penalty=1.0), 3) == []
-    assert config.hf_kwargs(own_repetition_penalty=True)["repetition_penalty"] == 1.0
-    assert config.hf_kwargs()["repetition_penalty"] == 2.0
+    assert generated_only_penalty(model, GenerateConfig(penalize_prompt=True), 3) == []
+    assert generated_only_penalty(model, GenerateConfig(repetition_penalty=1.0), 3) == []
+    assert hf_kwargs(config, own_repetition_penalty=True)["repetition_penalty"] == 1.0
+    assert hf_kwargs(config)["repetition_penalty"] == 2.0
 
 
 def test_response_prefix_starts_the_summary(tiny_causal, tokenizer):
-    from evenhand.decoding.generate import encode_prompts
+    from evenhand.decoding.engines.transformers import encode_prompts
     from evenhand.decoding.models import tiny_model
 
     model, tok = tiny_causal

@@ -4,13 +4,20 @@ import dataclasses
 
 import pytest
 
-from evenhand.decoding.generate import GenerateConfig, PromptBatch, encode_prompts, generate
-from evenhand.decoding.settings import (
+from evenhand.decoding.config import (
     AbstractivenessSettings,
-    BatchHooks,
     DecodingSettings,
     FairnessSettings,
+    GenerateConfig,
     PromptSettings,
+)
+from evenhand.decoding.engines.transformers import encode_prompts
+from evenhand.decoding.generate import generate
+from evenhand.decoding.processors.builders import (
+    BatchHooks,
+    PromptBatch,
+    config_builders,
+    constraint_builders,
 )
 from evenhand.evaluation.schema import Document, Example
 
@@ -54,8 +61,8 @@ def test_each_part_checks_its_own_fields():
 def test_every_part_adds_its_processors_through_one_path_in_order(tiny_causal):
     from transformers import RepetitionPenaltyLogitsProcessor
 
-    from evenhand.decoding.abstractiveness import AbstractivenessProcessor
-    from evenhand.decoding.group_coverage import GroupCoverageProcessor
+    from evenhand.decoding.processors.abstractiveness import AbstractivenessProcessor
+    from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
 
     model, tok = tiny_causal
     config = GenerateConfig(max_new_tokens=3, abstractiveness=2.0, fairness="ratio",
@@ -67,15 +74,15 @@ def test_every_part_adds_its_processors_through_one_path_in_order(tiny_causal):
     enc = encode_prompts(model, tok, EXAMPLES, config)
     batch = PromptBatch(EXAMPLES, enc["input_ids"], enc["attention_mask"], tok, model, config)
     hooks = BatchHooks()
-    for build in config.builders([mine]):
+    for build in config_builders(config, [mine]):
         hooks.add(build(batch))
     kinds = [type(p) for p in hooks.processors]
     assert kinds == [RepetitionPenaltyLogitsProcessor, str, AbstractivenessProcessor, GroupCoverageProcessor]
     assert set(hooks.generate_kwargs) == {"custom_generate", "fair_beam"}
     # the constraint parts alone, and nothing when they are off
-    assert len(config.processor_builders()) == 2
+    assert len(constraint_builders(config)) == 2
     plain = GenerateConfig(repetition_penalty=1.0)
-    assert plain.builders() == [] and plain.processor_builders() == []
+    assert config_builders(plain) == [] and constraint_builders(plain) == []
 
 
 def test_two_builders_cannot_set_one_generate_argument():

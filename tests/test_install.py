@@ -86,7 +86,7 @@ def test_the_portable_llama_flags_turn_native_tuning_avx512_and_amx_off():
 
 
 def test_the_servers_advice_names_flags_the_installer_uses():
-    from evenhand.decoding.llama_server import PORTABLE_BUILD
+    from evenhand.decoding.engines.launch import PORTABLE_BUILD
 
     advised = PORTABLE_BUILD.split("'")[1].split()
     assert "-DGGML_NATIVE=OFF" in advised and set(advised) <= set(_install().LLAMA_CMAKE_ARGS.split())

@@ -68,6 +68,98 @@ def test_imports_point_down_the_layers() -> None:
     assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
+def module_file(module: str) -> Path | None:
+    """The file of one of our modules (``evenhand.decoding.x`` -> ``decoding/x.py``), or None."""
+    parts = module.split(".")
+    if parts[0] != "evenhand":
+        return None
+    rel = Path(*parts[1:]) if len(parts) > 1 else Path()
+    for candidate in (ROOT / "evenhand" / rel if parts[1:2] and parts[1] not in OLD_NAMES else ROOT / rel,):
+        if candidate.with_suffix(".py").is_file() and candidate.name:
+            return candidate.with_suffix(".py")
+        if (candidate / "__init__.py").is_file():
+            return candidate / "__init__.py"
+    return None
+
+
+def import_graph(folder: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same layer it imports (at the top or inside functions).
+
+    ``from .x import name`` counts as importing ``x`` (or ``name`` when that is a module).
+    """
+    top = "evenhand" if folder == "evenhand" else f"evenhand.{folder}"
+    files = [p for p in (ROOT / folder).rglob("*.py") if ".venv" not in p.parts]
+    if folder == "evenhand":  # the layer links are other layers
+        files = [p for p in files if p.relative_to(ROOT / "evenhand").parts[0] not in OLD_NAMES]
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        name = package_of(path) if path.name == "__init__.py" else f"{package_of(path)}.{path.stem}"
+        if folder == "evenhand":
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        edges = set()
+        for _, module in imported_modules(path, package_of(path) if folder != "evenhand" else
+                                          ".".join(path.relative_to(ROOT).parts[:-1])):
+            if not (module == top or module.startswith(top + ".")):
+                continue
+            if folder == "evenhand" and module.split(".")[1:2] and module.split(".")[1] in OLD_NAMES:
+                continue
+            while module and module_file(module) is None:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                edges.add(module)
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+@pytest.mark.parametrize("folder", ["evaluation", "decoding", "rerank", "training", "evenhand"])
+def test_no_import_cycle_inside_a_layer(folder: str) -> None:
+    """No import cycle among a layer's modules, counting imports inside functions: an import
+    moved into a function to dodge a cycle is still a cycle."""
+    cycles = import_cycles(import_graph(folder))
+    assert not cycles, f"import cycles in {folder}/:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_cycle_check_sees_a_cycle_through_a_function(tmp_path: Path) -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
 def test_no_file_imports_the_bare_layer_names() -> None:
     bad = [
         f"{path.relative_to(ROOT)}:{line} imports {module}"

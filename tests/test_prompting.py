@@ -2,8 +2,8 @@
 
 import pytest
 
-from evenhand.decoding.generate import GenerateConfig
-from evenhand.decoding.prompting import (
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.prompts.templates import (
     PROMPT_KINDS,
     build_prompt,
     clean_summary,

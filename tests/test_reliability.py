@@ -239,8 +239,9 @@ def _control_counts(ids, tokenizer) -> dict[int, int]:
 
 
 def test_prompt_has_exactly_the_templates_control_tokens(tiny_causal):
-    from evenhand.decoding.generate import GenerateConfig, encode_prompts
-    from evenhand.decoding.prompting import WORD_JOINER
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.transformers import encode_prompts
+    from evenhand.decoding.prompts.templates import WORD_JOINER
     from evenhand.evaluation.schema import Document, Example
 
     model, tok = tiny_causal

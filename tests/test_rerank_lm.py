@@ -9,7 +9,7 @@ from conftest import CONTROLLED_ENTRIES, write_controlled
 
 from evenhand.cli import main
 from evenhand.decoding.models import tiny_model
-from evenhand.decoding.prompting import DEFAULT_SYSTEM, chat_prompt
+from evenhand.decoding.prompts.templates import DEFAULT_SYSTEM, chat_prompt
 from evenhand.evaluation.registry import get_scorer
 from evenhand.evaluation.schema import Document, Example
 from evenhand.rerank.scorers.lm_likelihood import continuation_logprobs, sentence_of_tokens

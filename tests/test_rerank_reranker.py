@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evenhand.decoding.generate import GenerateConfig
+from evenhand.decoding.config import GenerateConfig
 from evenhand.decoding.models import tiny_model
 from evenhand.evaluation.schema import Document, Example
 from evenhand.evaluation.scorer import Scorer

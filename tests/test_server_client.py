@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from evenhand.decoding.generate import GenerateConfig
-from evenhand.decoding.llama_server import free_port
-from evenhand.decoding.server import ServerClient, ServerConfig, ServerUrl, is_server_url
-from evenhand.decoding.server_generate import check_server_config, sampling_parameters
+from evenhand.decoding.config import GenerateConfig
+from evenhand.decoding.engines.base import refuse_unsupported
+from evenhand.decoding.engines.http import ServerClient, ServerConfig, ServerUrl, is_server_url
+from evenhand.decoding.engines.launch import free_port
+from evenhand.decoding.engines.server import PLAIN, ServerEngine, sampling_parameters
 from evenhand.evaluation.schema import DataError
 from evenhand.rerank.reranker import RECIPES
 from evenhand.rerank.server_judge import digit_probs, first_top_logprobs, read_judgement
@@ -204,7 +205,7 @@ def test_recipes_map_to_request_parameters():
 
 def test_generation_sends_seeds_and_the_inprocess_prompt():
     from evenhand.decoding.generate import generate
-    from evenhand.decoding.prompting import DEFAULT_SYSTEM, build_prompt
+    from evenhand.decoding.prompts.templates import DEFAULT_SYSTEM, build_prompt
     from evenhand.evaluation.loaders import load_examples
 
     examples = load_examples(DEMO)[:3]
@@ -212,7 +213,7 @@ def test_generation_sends_seeds_and_the_inprocess_prompt():
         client = ServerClient(stub.url + "#m", ServerConfig(max_concurrency=2))
         config = GenerateConfig(do_sample=True, num_beams=1, top_p=0.9, seed=10, batch_size=1,
                                 no_repeat_ngram_size=0, clean=False)
-        texts = generate(client, None, examples, config, progress=False)
+        texts = generate(ServerEngine(client), None, examples, config, progress=False)
     assert texts == ["10", "11", "12"]  # request i is seeded seed + i (the stub echoes seeds)
     sent = sorted(stub.bodies, key=lambda b: b["seed"])
     assert sent[1]["messages"] == [
@@ -231,7 +232,7 @@ def test_generation_sends_seeds_and_the_inprocess_prompt():
 )
 def test_processors_are_refused(fields, match):
     with pytest.raises(DataError, match=match):
-        check_server_config(GenerateConfig(**fields))
+        refuse_unsupported(PLAIN, GenerateConfig(**fields))  # what a server without evenhand's processors declares
 
 
 def test_cli_refuses_processors_with_a_url_before_any_request(tmp_path, capsys):

@@ -25,8 +25,8 @@ def server():
     One thread: on an oversubscribed machine llama.cpp's spinning thread barrier makes two
     threads several times slower than one. The last test kills it.
     """
-    from evenhand.decoding.llama_server import local_llama_server
-    from evenhand.decoding.server import ServerClient
+    from evenhand.decoding.engines.http import ServerClient
+    from evenhand.decoding.engines.launch import local_llama_server
     from evenhand.evaluation.schema import DataError
 
     try:
@@ -129,7 +129,7 @@ def test_server_judge_agrees_with_the_in_process_judge(server):
 
 def test_server_killed_mid_run_exits_2_and_keeps_finished_records(server, tmp_path):
     """Runs last: it kills the module's server."""
-    from evenhand.decoding.llama_server import stop
+    from evenhand.decoding.engines.launch import stop
 
     url, _, proc = server
     out = tmp_path / "rerank.jsonl"

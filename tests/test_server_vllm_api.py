@@ -20,7 +20,7 @@ from typing import Any, cast
 import pytest
 import torch
 
-from evenhand.decoding.generate import GenerateConfig
+from evenhand.decoding.config import GenerateConfig
 from evenhand.evaluation.schema import DataError, Document, Example
 
 EXAMPLES = [
@@ -118,9 +118,9 @@ FAIR = ["--fair", "ratio", "--fair-beam", "3", "--num-beams", "3", "--max-new-to
 
 def test_generate_runs_fair_beam_through_the_server(fake, tiny_causal, tmp_path, capsys):
     from evenhand.cli import main
-    from evenhand.decoding.beam_steps import TransformersNextToken
+    from evenhand.decoding.beam.step_loop import TransformersNextToken
+    from evenhand.decoding.engines.beam_loop import fair_beam_generate
     from evenhand.decoding.generate import generate
-    from evenhand.decoding.vllm_beam import fair_beam_generate
 
     model, tok = tiny_causal
     out = tmp_path / "out.jsonl"
@@ -162,7 +162,7 @@ def test_a_server_that_cannot_exits_2_before_any_output(tiny_causal, model_dir, 
 
 def test_the_group_bonus_with_fair_beam_is_refused_before_any_request(tmp_path, capsys):
     from evenhand.cli import main
-    from evenhand.decoding.llama_server import free_port
+    from evenhand.decoding.engines.launch import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens
     rc = main(["generate", "--data", str(_data(tmp_path)), "--out", str(tmp_path / "o.jsonl"), "--model", url,

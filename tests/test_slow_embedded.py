@@ -57,9 +57,10 @@ def test_demo_sets_get_summaries_not_preambles():
 
     import torch
 
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.decoding.prompting import prompt_kind
+    from evenhand.decoding.prompts.templates import prompt_kind
     from evenhand.demo import demo_examples
     from evenhand.rerank.reranker import RECIPES
 

@@ -93,7 +93,7 @@ def test_null_means_default_and_ids_ignore_key_order() -> None:
 def test_any_generate_config_field_is_a_key_and_unknown_keys_name_themselves() -> None:
     import dataclasses
 
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.config import GenerateConfig
 
     field = next(f.name for f in dataclasses.fields(GenerateConfig) if f.name != "seed")
     assert expand_cells(grid={field: [getattr(GenerateConfig(), field)]})

@@ -55,7 +55,7 @@ def test_train_cli_refuses_engine_vllm_settings_with_one_line(argv, message, cap
 
 
 def test_train_cli_engine_vllm_without_vllm_gives_the_install_hint(capsys, tmp_path, monkeypatch):
-    import evenhand.decoding.vllm_engine as vllm_engine
+    import evenhand.decoding.engines.vllm_engine as vllm_engine
 
     monkeypatch.setattr(vllm_engine, "vllm_available", lambda: False)
     monkeypatch.chdir(tmp_path)
@@ -65,7 +65,7 @@ def test_train_cli_engine_vllm_without_vllm_gives_the_install_hint(capsys, tmp_p
 
 
 def test_engine_vllm_refuses_several_processes_and_large_ranks(monkeypatch):
-    import evenhand.decoding.vllm_engine as vllm_engine
+    import evenhand.decoding.engines.vllm_engine as vllm_engine
 
     monkeypatch.setattr(vllm_engine, "vllm_available", lambda: True)
     config = DPORRConfig(engine="vllm")

@@ -156,7 +156,8 @@ def test_vllm_lora_greedy_equals_in_process_peft_on_the_trained_adapter(runs, vl
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from evenhand.decoding.generate import GenerateConfig, generate
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
     from evenhand.evaluation.loaders import load_examples
     from evenhand.training.context import split_dev
@@ -184,7 +185,7 @@ def test_vllm_lora_greedy_equals_in_process_peft_on_the_trained_adapter(runs, vl
 
     from vllm.lora.request import LoRARequest
 
-    from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine
+    from evenhand.decoding.engines.vllm_engine import EngineSettings, VllmEngine
 
     engine = VllmEngine(str(vllm_model), EngineSettings(extra={"enable_lora": True, "max_lora_rank": 8, "max_loras": 1}))
     beam = dataclasses.replace(config, num_beams=2)

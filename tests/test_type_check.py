@@ -105,7 +105,7 @@ def definition_of(server: LanguageServer, code: str, name: str, line: int) -> Pa
     ("code", "name", "line", "defined_in"),
     [
         ("from evenhand.decoding import AbstractivenessProcessor\n\nAbstractivenessProcessor\n",
-         "AbstractivenessProcessor", 2, "decoding/abstractiveness.py"),
+         "AbstractivenessProcessor", 2, "decoding/processors/abstractiveness.py"),
         ("from evenhand.evaluation.mint import mint\n\nmint\n", "mint", 2, "evaluation/mint.py"),
         ("from evenhand import Reranker\n\nReranker\n", "Reranker", 2, "rerank/reranker.py"),
         ("from evenhand.training import DPORRConfig\n\nDPORRConfig\n", "DPORRConfig", 2, "training/config.py"),
@@ -115,6 +115,6 @@ def test_a_test_file_resolves_public_names_to_the_layer_folders(
     server: LanguageServer, code: str, name: str, line: int, defined_in: str
 ) -> None:
     path = definition_of(server, code, name, line)
-    # the editor opens decoding/abstractiveness.py itself or evenhand/decoding/abstractiveness.py,
+    # the editor opens decoding/processors/abstractiveness.py itself or evenhand/decoding/processors/abstractiveness.py,
     # the same file through the relative link evenhand/decoding -> ../decoding
     assert path.resolve() == (ROOT / defined_in).resolve(), path

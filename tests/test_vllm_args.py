@@ -19,15 +19,17 @@ def _example() -> Example:
 
 def test_spans_give_the_in_process_source_ids(tokenizer):
     """The documents' token spans in the prompt select exactly what the in-process table holds."""
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.decoding.prompting import build_prompt, chat_prompt
-    from evenhand.decoding.source_tokens import prompt_source_ids
-    from evenhand.decoding.vllm_args import request_settings
-    from evenhand.decoding.vllm_generate import prepared_prompts
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.vllm_settings import request_settings
+    from evenhand.decoding.prompts.plan import plan_prompts, prompt_token_ids
+    from evenhand.decoding.prompts.source_tokens import prompt_source_ids
+    from evenhand.decoding.prompts.templates import build_prompt, chat_prompt
 
     ex = _example()
     config = GenerateConfig(num_beams=1, abstractiveness=2.0)
-    [(text, ids, prefix)] = prepared_prompts(tokenizer, [ex], config, None)
+    [plan] = plan_prompts([ex], config)
+    [ids] = prompt_token_ids(tokenizer, [plan])
+    text, prefix = plan.text(tokenizer), plan.prefix
     assert prefix and text.endswith(prefix)
     settings = request_settings(config, tokenizer, ex, text, ids, len(tokenizer))
     part = settings["abstractiveness"]
@@ -42,9 +44,9 @@ def test_spans_give_the_in_process_source_ids(tokenizer):
 
 
 def test_coverage_settings_are_the_group_vocabulary(tokenizer):
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.decoding.group_vocab import build_group_vocab
-    from evenhand.decoding.vllm_args import check, request_settings
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.vllm_settings import check, request_settings
+    from evenhand.decoding.processors.group_vocab import build_group_vocab
 
     ex = _example()
     config = GenerateConfig(num_beams=1, fairness="equal", fairness_strength=3.0, repetition_penalty=1.0,
@@ -66,7 +68,7 @@ def test_coverage_settings_are_the_group_vocabulary(tokenizer):
     ({"v": 2}, "version"),
 ])
 def test_malformed_settings_name_the_field(settings, field):
-    from evenhand.decoding.vllm_args import parse
+    from evenhand.decoding.engines.vllm_settings import parse
 
     with pytest.raises(ValueError, match="evenhand") as err:
         parse({"evenhand": json.dumps(settings)})
@@ -74,14 +76,18 @@ def test_malformed_settings_name_the_field(settings, field):
     assert parse(None) is None and parse({"other": 1}) is None
 
 
-def test_fair_beam_and_builders_are_refused_on_vllm():
-    from evenhand.decoding.generate import GenerateConfig
-    from evenhand.decoding.vllm_generate import check_vllm_config
+def test_what_vllm_cannot_take_is_refused_by_its_capabilities():
+    """Fair beam search runs on vLLM as the step loop, but not with a token-raising processor;
+    caller processor builders are refused (the engine's class is read: vLLM is not imported)."""
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.base import engine_class, refuse_unsupported
 
-    with pytest.raises(DataError, match="fair beam search"):
-        check_vllm_config(GenerateConfig(fairness="ratio", fair_beam=1.0))
+    capabilities = engine_class("vllm").capabilities
+    refuse_unsupported(capabilities, GenerateConfig(fairness="ratio", fair_beam=1.0))  # the step loop runs it
+    with pytest.raises(DataError, match="cannot be combined with --fair-beam/--fair-meaning on vLLM"):
+        refuse_unsupported(capabilities, GenerateConfig(fairness="ratio", fair_beam=1.0, fairness_strength=1.0))
     with pytest.raises(DataError, match="processor_builders"):
-        check_vllm_config(GenerateConfig(), [lambda batch: []])
+        refuse_unsupported(capabilities, GenerateConfig(), [lambda batch: []])
 
 
 def test_merged_batches_keep_the_data_indices():
@@ -94,7 +100,7 @@ def test_merged_batches_keep_the_data_indices():
 
 def test_engine_vllm_without_vllm_exits_2_with_the_fix(tmp_path, capsys):
     from evenhand.cli import main
-    from evenhand.decoding.vllm_engine import vllm_available
+    from evenhand.decoding.engines.vllm_engine import vllm_available
 
     if vllm_available():
         pytest.skip("vLLM is installed here")
@@ -108,7 +114,7 @@ def test_engine_vllm_without_vllm_exits_2_with_the_fix(tmp_path, capsys):
 def test_server_processors_flag_is_needed_for_processors(tmp_path, capsys):
     """Without --server-processors a URL keeps today's refusal, naming the way out."""
     from evenhand.cli import main
-    from evenhand.decoding.llama_server import free_port
+    from evenhand.decoding.engines.launch import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     rc = main(["generate", "--data", str(DEMO), "--out", str(tmp_path / "o.jsonl"), "--model", url,

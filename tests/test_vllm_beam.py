@@ -13,11 +13,13 @@ import pytest
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
-vllm_engine = pytest.importorskip("evenhand.decoding.vllm_engine")
+vllm_engine = pytest.importorskip("evenhand.decoding.engines.vllm_engine")
 
-from evenhand.decoding.generate import GenerateConfig, generate  # noqa: E402
+from evenhand.decoding.config import GenerateConfig  # noqa: E402
+from evenhand.decoding.engines.beam_loop import fair_beam_generate  # noqa: E402
+from evenhand.decoding.engines.vllm_engine import VllmNextToken  # noqa: E402
+from evenhand.decoding.generate import generate  # noqa: E402
 from evenhand.decoding.models import load_generator  # noqa: E402
-from evenhand.decoding.vllm_beam import VllmNextToken, fair_beam_generate  # noqa: E402
 from evenhand.demo import demo_examples  # noqa: E402
 from evenhand.evaluation.registry import get_scorer  # noqa: E402
 from evenhand.evaluation.schema import DataError  # noqa: E402

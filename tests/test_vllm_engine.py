@@ -34,7 +34,7 @@ def examples():
 
 @pytest.fixture(scope="module")
 def engine():
-    from evenhand.decoding.vllm_engine import VllmEngine
+    from evenhand.decoding.engines.vllm_engine import VllmEngine
 
     engine = VllmEngine("smollm2-135m-instruct")
     yield engine
@@ -49,7 +49,7 @@ def in_process():
 
 
 def _config(**fields):
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.config import GenerateConfig
 
     return GenerateConfig(**{"num_beams": 1, "max_new_tokens": TOKENS, "batch_size": 1, **fields})
 
@@ -108,7 +108,7 @@ def test_engine_shares_token_calls(engine):
     """The two calls issue 24 builds on: generation from token ids and prompt log-probs."""
     import math
 
-    from evenhand.decoding.vllm_args import dumps
+    from evenhand.decoding.engines.vllm_settings import dumps
 
     tok = engine.tokenizer
     ids = tok("The battery is great. The screen is great. Summary: the battery", add_special_tokens=False)["input_ids"]
@@ -126,7 +126,7 @@ def test_engine_shares_token_calls(engine):
 
 @pytest.fixture(scope="module")
 def server():
-    from evenhand.decoding.vllm_server import local_vllm_server
+    from evenhand.decoding.engines.launch import local_vllm_server
 
     # --max-logprobs 64: fair beam search with 4 beams asks for 32 top log-probs per step
     with local_vllm_server("smollm2-135m-instruct", max_model_len=4096, max_logprobs=64) as (url, proc):
@@ -179,7 +179,7 @@ def test_rerank_through_the_server(server, tmp_path):
 
 
 def test_a_bad_per_request_setting_is_refused_with_one_line(server):
-    from evenhand.decoding.server import ServerClient
+    from evenhand.decoding.engines.http import ServerClient
     from evenhand.evaluation.schema import DataError
 
     url, _ = server
@@ -239,7 +239,7 @@ def test_lm_pmi_and_judges_through_the_server_agree_with_in_process(server, exam
 
 def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_path):
     """Runs last: it kills the module's server."""
-    from evenhand.decoding.llama_server import stop
+    from evenhand.decoding.engines.launch import stop
 
     url, proc = server
     out = tmp_path / "out.jsonl"

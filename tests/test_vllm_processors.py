@@ -44,9 +44,9 @@ def _reference(settings: dict | None, prompt: list[int], output: list[int], logi
     """The in-process chain on one row."""
     from transformers import NoRepeatNGramLogitsProcessor, RepetitionPenaltyLogitsProcessor
 
-    from evenhand.decoding.abstractiveness import AbstractivenessProcessor
-    from evenhand.decoding.group_coverage import GroupCoverageProcessor
-    from evenhand.decoding.group_vocab import GroupTables
+    from evenhand.decoding.processors.abstractiveness import AbstractivenessProcessor
+    from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
+    from evenhand.decoding.processors.group_vocab import GroupTables
 
     if not settings:
         return logits
@@ -79,7 +79,7 @@ class Batch:
     """The processor plus the requests the test put in each batch slot."""
 
     def __init__(self) -> None:
-        from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+        from evenhand.decoding.engines.vllm_processor import EvenhandLogitsProcessor
 
         config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: V))
         self.proc = EvenhandLogitsProcessor(config, torch.device("cpu"), False)
@@ -187,7 +187,7 @@ def test_without_evenhand_settings_the_logits_are_returned_untouched() -> None:
     ({"probe": 1}, "evenhand-processors"),
 ])
 def test_validate_params_names_the_field(bad: dict, field: str) -> None:
-    from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+    from evenhand.decoding.engines.vllm_processor import EvenhandLogitsProcessor
 
     with pytest.raises(ValueError, match="evenhand") as err:
         EvenhandLogitsProcessor.validate_params(_params(bad))
@@ -202,7 +202,7 @@ class BatchV2:
     def __init__(self, slots: int = 6, width: int = 96) -> None:
         import numpy as np
 
-        from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+        from evenhand.decoding.engines.vllm_processor import EvenhandLogitsProcessor
 
         self.np = np
         self.states = SimpleNamespace(
@@ -299,7 +299,7 @@ def test_one_class_serves_both_model_runners() -> None:
     from vllm.v1.sample.logits_processor import LogitsProcessor as V1
     from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2
 
-    from evenhand.decoding.vllm_processors import EvenhandLogitsProcessor
+    from evenhand.decoding.engines.vllm_processor import EvenhandLogitsProcessor
 
     assert issubclass(EvenhandLogitsProcessor, V1) and issubclass(EvenhandLogitsProcessor, V2)
     config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: V), speculative_config=object())

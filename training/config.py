@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decoding.vllm_engine import ENGINES  # generation engines of `sample` and `evaluate`
+from ..decoding.engines.base import engine_names
 from ..evaluation.configs import coerce_lists, config_from_mapping, load_config
 
+#: The generation engines of `sample` and `evaluate` (the registry's built-in ones).
+ENGINES = engine_names()
 PAIR_STRATEGIES = ("all", "best-worst", "top-gap")
 REFERENCES = ("base", "previous")
 METHODS = ("dpo-rr", "grpo")

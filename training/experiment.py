@@ -106,7 +106,7 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
     import torch
     from tqdm.auto import tqdm
 
-    from ..decoding.generate import GenerateConfig
+    from ..decoding.config import GenerateConfig
     from ..decoding.models import load_generator
     from ..evaluation.jsonl import read_jsonl
     from ..rerank.reranker import RerankConfig, Reranker, select_best
@@ -153,7 +153,8 @@ def greedy_dev(config: Any, dev: Sequence[Example], model: str | None, out: Path
 
     import torch
 
-    from ..decoding.generate import GenerateConfig, generate
+    from ..decoding.config import GenerateConfig
+    from ..decoding.generate import generate
     from ..decoding.models import load_generator
     from ..evaluation.jsonl import read_jsonl
     from .scoring import registry_scoring

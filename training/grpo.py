@@ -75,7 +75,7 @@ def check_budget(n_prompts: int, batch_size: int, gradient_accumulation_steps: i
 
 def sampling_settings(recipes: str | Sequence[str]) -> dict[str, Any]:
     """trl generation settings of the first recipe (see module): temperature, top_p, top_k, ..."""
-    from ..decoding.generate import GenerateConfig
+    from ..decoding.config import GenerateConfig
     from ..rerank.reranker import RECIPES
 
     names = as_list(recipes, "recipes") or []
@@ -127,7 +127,7 @@ class CompositeReward:
 
     def text(self, position: int, completion: Any) -> str:
         """The summary a scorer sees: prefix + completion, cleaned."""
-        from ..decoding.prompting import clean_summary
+        from ..decoding.prompts.templates import clean_summary
 
         if isinstance(completion, list):  # conversational: [{"role": "assistant", "content": ...}]
             completion = completion[-1]["content"]
@@ -169,17 +169,14 @@ def grpo_prompts(ctx: RunContext, examples: Sequence[Example]) -> tuple[list[str
 
     Raises DataError (from ``encode_prompts``) when a prompt leaves no room for ``max_new_tokens``.
     """
-    from ..decoding.generate import GenerateConfig, encode_prompts, response_prefixes
-    from ..decoding.prompting import build_prompt, chat_prompt
+    from ..decoding.config import GenerateConfig
+    from ..decoding.engines.transformers import encode_prompts
+    from ..decoding.prompts.plan import plan_prompts
 
     config = GenerateConfig(max_new_tokens=ctx.config.max_new_tokens, num_beams=1)
     encode_prompts(ctx.model, ctx.tokenizer, examples, config)  # context-length check only
-    prefixes = response_prefixes(ctx.model, examples, config)
-    texts = [
-        chat_prompt(ctx.tokenizer, build_prompt(ex, config.instruction, config.fair_prompt, config.prompt_kind)) + prefix
-        for ex, prefix in zip(examples, prefixes)
-    ]
-    return texts, prefixes
+    plans = plan_prompts(examples, config, prefixes=not ctx.model.config.is_encoder_decoder)
+    return [plan.text(ctx.tokenizer) for plan in plans], [plan.prefix for plan in plans]
 
 
 def grpo_args(ctx: RunContext, k: int, workdir: Path) -> Any:

@@ -29,7 +29,7 @@ def mean(values: Sequence[float]) -> float | None:
 
 def sample(ctx: RunContext, k: int, prompts: list[Example]) -> list[dict[str, Any]]:
     """``candidates`` per prompt of this process' shard, by the paper's samplers (``rerank.Reranker``)."""
-    from ..decoding.generate import GenerateConfig
+    from ..decoding.config import GenerateConfig
     from ..rerank.reranker import RerankConfig, Reranker
 
     c = ctx.config
@@ -120,7 +120,7 @@ def train_dpo(
     from datasets import Dataset
     from trl.trainer.dpo_config import DPOConfig
 
-    from ..decoding.prompting import build_prompt
+    from ..decoding.prompts.templates import build_prompt
     from .trainer import WEIGHT_COLUMN, weighted_dpo_trainer
 
     c = ctx.config
@@ -171,7 +171,8 @@ def evaluate(ctx: RunContext, base: bool = False) -> list[dict[str, Any]]:
     """Greedy summaries of the dev split scored by the run's scorers (``base``: adapter disabled)."""
     import contextlib
 
-    from ..decoding.generate import GenerateConfig, generate
+    from ..decoding.config import GenerateConfig
+    from ..decoding.generate import generate
 
     c = ctx.config
     ctx.model.eval()

@@ -1,7 +1,7 @@
 """``engine: vllm`` in training: the run's policy decoded by one in-process vLLM engine with LoRA enabled.
 
 DPO+RR's ``sample`` (the reranker's candidates) and ``evaluate`` (greedy dev
-summaries) generate through one :class:`~evenhand.decoding.vllm_engine.VllmEngine` per
+summaries) generate through one :class:`~evenhand.decoding.engines.vllm_engine.VllmEngine` per
 run, built on the *base* model with ``enable_lora=True``, ``max_lora_rank`` = the
 smallest rank vLLM accepts that holds ``lora_r`` (vLLM allows 1, 8, 16, 32, 64, 128,
 256, 320, 512) and ``max_loras=1``. Training stays in-process (trl + peft), exactly as
@@ -73,8 +73,8 @@ def check_engine_config(config: Any, processes: int | None = None) -> None:
     """
     if config.engine != "vllm":
         return
-    from ..decoding.server import is_server_url
-    from ..decoding.vllm_engine import check_engine
+    from ..decoding.engines.base import open_engine
+    from ..decoding.engines.http import is_server_url
 
     if config.method == "grpo" and GRPO_VLLM_REASON:
         raise DataError(f"`method: grpo` with `engine: vllm`: {GRPO_VLLM_REASON}")
@@ -84,7 +84,7 @@ def check_engine_config(config: Any, processes: int | None = None) -> None:
             "`engine: vllm` serves it from an in-process vLLM on the same weights: give a model folder, "
             "alias or cached HF id"
         )
-    check_engine("vllm", config.model)  # an adapter folder: refused; vLLM missing: the install hint
+    open_engine(config.model, "vllm")  # an adapter folder: refused; vLLM missing: the install hint (nothing loads)
     max_lora_rank(config.lora_r)
     if processes is not None and processes > 1:
         raise DataError(
@@ -130,7 +130,7 @@ class VllmPolicy:
     @staticmethod
     def settings(config: Any) -> Any:
         """The ``EngineSettings`` of a training run's engine (LoRA enabled; see module)."""
-        from ..decoding.vllm_engine import EngineSettings
+        from ..decoding.engines.vllm_engine import EngineSettings
 
         return EngineSettings(
             seed=int(config.seed),
@@ -142,9 +142,9 @@ class VllmPolicy:
     def engine(self) -> Any:
         """The ``VllmEngine`` on the base model (built on first use)."""
         if self._engine is None:
-            from ..decoding.vllm_engine import VllmEngine
+            from ..decoding.engines.base import open_engine
 
-            self._engine = VllmEngine(self.config.model, self.settings(self.config))
+            self._engine = open_engine(self.config.model, "vllm", settings=self.settings(self.config))
         return self._engine
 
     def request(self, adapter: str | Path | None) -> Any:

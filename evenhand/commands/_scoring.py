@@ -62,19 +62,41 @@ def add_server_processors_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def server_client(args: argparse.Namespace, url: str) -> Any:
-    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent);
-    ``--server-processors`` (generate, rerank) marks a vLLM server running evenhand's processors."""
-    from evenhand.decoding.server import ServerClient, ServerConfig
+def server_config(args: argparse.Namespace) -> Any:
+    """The ``ServerConfig`` of --max-concurrency and --server-timeout (DataError naming the flag)."""
+    from evenhand.decoding.engines.http import ServerConfig
     from evenhand.evaluation.schema import DataError
 
-    values = {"max_concurrency": args.max_concurrency, "timeout": args.server_timeout}
+    values = {"max_concurrency": getattr(args, "max_concurrency", None),
+              "timeout": getattr(args, "server_timeout", None)}
     try:
-        config = ServerConfig(**{k: v for k, v in values.items() if v is not None})
+        return ServerConfig(**{k: v for k, v in values.items() if v is not None})
     except ValueError as err:
         raise DataError(str(err).replace("`max_concurrency`", "--max-concurrency")
                         .replace("`timeout`", "--server-timeout")) from None
-    return ServerClient(url, config, processors=bool(getattr(args, "server_processors", False)))
+
+
+def server_client(args: argparse.Namespace, url: str) -> Any:
+    """A ``ServerClient`` for ``url`` paced by --max-concurrency and --server-timeout (no request sent);
+    ``--server-processors`` (generate, rerank) marks a vLLM server running evenhand's processors."""
+    from evenhand.decoding.engines.http import ServerClient
+
+    return ServerClient(url, server_config(args), processors=bool(getattr(args, "server_processors", False)))
+
+
+def open_generator(args: argparse.Namespace, config: Any) -> Any:
+    """The engine of --model/--engine (``open_engine``), checked against ``config`` before any file:
+    what the engine cannot do raises here (one line), and a server is probed once (fair beam
+    search's top log-probs, or evenhand's processors with --server-processors). Nothing loads."""
+    from evenhand.decoding.engines.base import open_engine, refuse_unsupported
+
+    engine = open_engine(
+        args.model, args.engine, device=getattr(args, "device", None), server=server_config(args),
+        processors=bool(getattr(args, "server_processors", False)),
+    )
+    refuse_unsupported(engine.capabilities, config)
+    engine.prepare(config)
+    return engine
 
 
 def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -114,8 +136,8 @@ def check_model_flags(args: argparse.Namespace) -> None:
     classifier folder) and ``--align-base``: checked before any model loads, so a
     missing ``--lm-model`` is reported as ``--lm-model``, not as ``--model``.
     """
+    from evenhand.decoding.engines.http import is_server_url
     from evenhand.decoding.models import check_device, check_local
-    from evenhand.decoding.server import is_server_url
 
     check_device(getattr(args, "device", None))
     for flag, _ in SCORER_FLAGS:

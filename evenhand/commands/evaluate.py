@@ -43,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-example table path (.jsonl); .csv and .corpus.jsonl/.corpus.csv go next to it",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    from evenhand.decoding.engines.base import engine_names
+
     parser.add_argument(
-        "--engine", choices=("transformers", "vllm"), default=None,
+        "--engine", choices=engine_names(), default=None,
         help="Engine of lm-likelihood/lm-pmi/fluency and the llm-* judges: transformers (default) or vllm "
         "(prompt log-probs and judge prompts through one in-process vLLM engine; needs vLLM).",
     )

@@ -19,7 +19,7 @@ HELP = "Summarize every example of a data file into a JSONL file (one line per e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model and output options plus every GenerateConfig field."""
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.config import GenerateConfig
 
     add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: {id, summary, model} per line.")
@@ -51,19 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from evenhand.commands._outputs import check_results_path, locked, open_results
-    from evenhand.commands._scoring import server_client
-    from evenhand.decoding.fair_decoding import check_examples
-    from evenhand.decoding.generate import (
-        GenerateConfig,
-        check_prompt_lengths,
-        generate,
-        pending_batches,
-    )
-    from evenhand.decoding.models import check_device, check_local, load_generator
-    from evenhand.decoding.server import is_server_url
-    from evenhand.decoding.server_generate import needs_processors
-    from evenhand.decoding.vllm_engine import check_engine
-    from evenhand.decoding.vllm_generate import check_vllm_config
+    from evenhand.commands._scoring import open_generator
+    from evenhand.decoding.config import GenerateConfig, check_examples
+    from evenhand.decoding.engines.base import pending_batches
+    from evenhand.decoding.generate import generate
+    from evenhand.decoding.models import check_device
     from evenhand.evaluation.checks import check_seed
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.schema import DataError, Example
@@ -73,28 +65,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
     check_device(args.device)
-    check_engine(args.engine, args.model)
-    client = None
-    if is_server_url(args.model):  # before any file: what the server cannot do raises here
-        from evenhand.decoding.server_generate import check_server_config, require_processors
-
-        processors = args.server_processors and needs_processors(config)
-        check_server_config(config, processors=processors)
-        client = server_client(args, args.model)
-        if config.beam_search:  # fair beam search: the served tokenizer, and one probe of its top log-probs
-            from evenhand.decoding.vllm_beam import server_next_token
-
-            server_next_token(client, config)
-        elif processors:  # one probe request: does the server run evenhand's processors?
-            require_processors(client)
-    else:
-        check_local(args.model)
-        if args.engine == "vllm":
-            check_vllm_config(config, beam_loop=True)
+    engine = open_generator(args, config)  # what the engine cannot do raises here, before any file
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
-    if args.max_concurrency is not None or args.server_timeout is not None:
-        server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
     every = load_limited(args.data, None)  # batches are cut from the full data
     examples = every[: args.limit]
     check_examples(examples, config.parts()["fairness"])  # group labels, before any model loads
@@ -112,28 +85,18 @@ def run(args: argparse.Namespace) -> int:
             return ex.id in wanted and not store.done(ex.id)
 
         todo = pending_batches(every, config.batch_size, needed)
-        if args.engine == "vllm":  # vLLM batches itself: hand it up to 64 examples at once
-            todo = merged_batches(todo, 64)
+        if engine.capabilities.chunk:  # an engine that batches itself (vLLM): hand it up to 64 examples at once
+            todo = merged_batches(todo, engine.capabilities.chunk)
         remaining = sum(needed(ex) for _, batch in todo for ex in batch)
         if remaining < len(examples):
             print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
         if todo:
-            if client is not None:
-                model, tokenizer = client, None
-            elif args.engine == "vllm":
-                from evenhand.decoding.vllm_engine import VllmEngine
-
-                model = VllmEngine(args.model)
-                tokenizer = model.tokenizer
-            else:
-                model, tokenizer = load_generator(args.model, device=args.device)
-                check_prompt_lengths(model, tokenizer, [ex for _, b in todo for ex in b if needed(ex)], config)
+            engine.check_prompts([ex for _, b in todo for ex in b if needed(ex)], config)  # loads the model
             bar = tqdm(total=remaining, desc="generate", unit="ex")
             stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:
                 summaries = generate(
-                    model, tokenizer, batch, dataclasses.replace(config, seed=config.seed + start),
-                    progress=False,
+                    engine, None, batch, dataclasses.replace(config, seed=config.seed + start), progress=False,
                 )
                 rows = [
                     {"id": ex.id, "summary": s, "model": args.model, "config": settings,

@@ -19,7 +19,7 @@ _SAMPLER_FIELDS = ("do_sample", "num_beams", "top_p", "top_k", "temperature", "s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, model, scorer and sampling options."""
     from evenhand.commands._scoring import add_scorer_options, scorers_help
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.config import GenerateConfig
 
     add_common_options(parser, "data")
     parser.add_argument("--out", required=True, help="Output JSONL: one record per example with all candidates.")
@@ -62,17 +62,12 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.commands._outputs import check_results_path, locked, open_results
     from evenhand.commands._scoring import (
         check_model_flags,
+        open_generator,
         score_cache,
         scorer_options,
-        server_client,
         split_names,
     )
-    from evenhand.decoding.fair_decoding import check_examples
-    from evenhand.decoding.generate import GenerateConfig, check_prompt_lengths
-    from evenhand.decoding.models import check_local, load_generator
-    from evenhand.decoding.server import is_server_url
-    from evenhand.decoding.server_generate import check_server_config
-    from evenhand.decoding.vllm_engine import check_engine
+    from evenhand.decoding.config import GenerateConfig, check_examples
     from evenhand.evaluation.jsonl import check_output
     from evenhand.evaluation.registry import get_scorer
     from evenhand.evaluation.schema import DataError
@@ -104,29 +99,7 @@ def run(args: argparse.Namespace) -> int:
         )
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
-    check_engine(args.engine, args.model)
-    if args.max_concurrency is not None or args.server_timeout is not None:
-        server_client(args, "http://localhost/v1")  # checks --max-concurrency/--server-timeout; sends nothing
-    served = is_server_url(args.model)
-    client = None
-    if served:  # before any file: what a server cannot do raises here
-        from evenhand.decoding.server_generate import needs_processors, require_processors
-
-        processors = args.server_processors and needs_processors(generate_config)
-        check_server_config(generate_config, processors=processors)
-        client = server_client(args, args.model)
-        if generate_config.beam_search:  # fair beam search: the served tokenizer and one probe of its log-probs
-            from evenhand.decoding.vllm_beam import server_next_token
-
-            server_next_token(client, generate_config)
-        if processors:  # one probe: does the server run evenhand's processors?
-            require_processors(client)
-    else:
-        check_local(args.model)
-        if args.engine == "vllm":
-            from evenhand.decoding.vllm_generate import check_vllm_config
-
-            check_vllm_config(generate_config, beam_loop=True)
+    engine = open_generator(args, generate_config)  # what the engine cannot do raises here, before any file
     examples = load_limited(args.data, args.limit)
     check_examples(examples, generate_config.parts()["fairness"])  # group labels, before any model loads
     options = {
@@ -141,20 +114,13 @@ def run(args: argparse.Namespace) -> int:
     with locked(args.out):  # a second writer on --out exits 2
         store = open_results(args, "rerank", options)
         floor_scorers = build_floor_scorers(scorer, floors, score_cache(args), scorer_options(args, list(floors)))
-        if served:
-            model, tokenizer = client, None
-        elif args.engine == "vllm":  # candidates from vLLM; LM scorers load their own in-process copy
-            from evenhand.decoding.vllm_engine import VllmEngine
-
-            model = VllmEngine(args.model)
-            tokenizer = model.tokenizer
-        else:
-            model, tokenizer = load_generator(args.model, device=args.device)
-            for s in (scorer, *floor_scorers.values()):  # LM scorers of the generator's model share it
-                share_model(s, model, tokenizer, args.model)
-            pending = [ex for ex in examples if not store.done(ex.id)]
-            check_prompt_lengths(model, tokenizer, pending, generate_config)  # before the progress bar
-        reranker = Reranker(model, tokenizer, scorer, config, generate_config, floor_scorers)
+        shared = engine.shared_model()  # in-process: LM scorers of the generator's model share it
+        if shared is not None:
+            model, tokenizer = shared
+            for each in (scorer, *floor_scorers.values()):
+                share_model(each, model, tokenizer, args.model)
+        engine.check_prompts([ex for ex in examples if not store.done(ex.id)], generate_config)  # before the bar
+        reranker = Reranker(engine, None, scorer, config, generate_config, floor_scorers)
         records = reranker.rerank(examples, out=store)
     best = [r["best_score"] for r in records]
     mean_all = [sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]

@@ -23,7 +23,7 @@ YAML schema (every key but ``datasets`` optional)::
     cells:                         # explicit cells, appended after the grid's; each over base
       - {name: reward, extractiveness: 2}
 
-A *setting* key is any ``evenhand.decoding.generate.GenerateConfig`` field (checked
+A *setting* key is any ``evenhand.decoding.config.GenerateConfig`` field (checked
 against the dataclass at load time, so new fields work without changes here)
 except ``seed`` (use ``seeds``), plus:
 
@@ -35,8 +35,8 @@ except ``seed`` (use ``seeds``), plus:
   would be an axis), e.g. ``"llm-coverage,alignscore"``; several are combined
   with the ``composite`` scorer;
 * ``engine``: ``transformers`` (default, in-process) or ``vllm`` (in-process vLLM,
-  ``decoding/vllm_engine.py``; beam search, plain or fair, as the step loop of
-  ``decoding/vllm_beam.py``, greedy with a token-raising processor);
+  ``decoding/engines/vllm_engine.py``; beam search, plain or fair, as the step loop of
+  ``decoding/engines/beam_loop.py``, greedy with a token-raising processor);
   a base option or a grid axis (``engine: [transformers, vllm]``);
 * ``name``: a label for an explicit cell (not a setting: cells are identified
   by their settings).
@@ -69,7 +69,7 @@ DEFAULT_MODEL = "smollm2-135m-instruct"
 
 def setting_keys() -> list[str]:
     """Every valid setting key: GenerateConfig's fields (but ``seed``) and :data:`EXTRA_KEYS`."""
-    from evenhand.decoding.generate import GenerateConfig
+    from evenhand.decoding.config import GenerateConfig
 
     names = [f.name for f in dataclasses.fields(GenerateConfig) if f.init and f.name != "seed"]
     return names + list(EXTRA_KEYS)
@@ -101,7 +101,7 @@ class Cell:
 
     def generate_config(self, seed: int) -> Any:
         """The cell's GenerateConfig for ``seed`` (validated by GenerateConfig itself)."""
-        from evenhand.decoding.generate import GenerateConfig
+        from evenhand.decoding.config import GenerateConfig
         from evenhand.evaluation.configs import check_scalar_types
 
         values = {k: v for k, v in self.settings.items() if k not in EXTRA_KEYS}
@@ -234,14 +234,16 @@ class SweepConfig:
             check_count(cell.settings.get("candidates", 1), "candidates", where=f"cell {cell.name!r}")
             expect(cell.settings.get("model", DEFAULT_MODEL), str, f"cell {cell.name!r}", "model",
                    "a model name or folder")
-            from evenhand.decoding.vllm_engine import ENGINES
+            from evenhand.decoding.engines.base import (
+                engine_class,
+                engine_names,
+                refuse_unsupported,
+            )
 
-            if cell.engine not in ENGINES:
-                raise DataError(f"cell {cell.name!r}: `engine` must be one of {', '.join(ENGINES)}, got {cell.engine!r}")
-            if cell.engine == "vllm":
-                from evenhand.decoding.vllm_generate import check_vllm_config
-
-                check_vllm_config(cell.generate_config(self.seeds[0]), beam_loop=True)
+            if cell.engine not in engine_names():
+                raise DataError(f"cell {cell.name!r}: `engine` must be one of {', '.join(engine_names())}, got {cell.engine!r}")
+            # what the cell's engine cannot do, before anything loads (its class only: vLLM is not imported)
+            refuse_unsupported(engine_class(cell.engine).capabilities, cell.generate_config(self.seeds[0]))
 
 
 def _as_list(value: Any, key: str) -> list[str]:

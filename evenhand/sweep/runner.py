@@ -138,12 +138,13 @@ def _distributed() -> tuple[int, int, Any]:
 
 
 def _load(name: str, engine: str, load_model: Callable[[str], tuple[Any, Any]]) -> tuple[Any, Any]:
-    """(model, tokenizer) of a cell: ``load_model`` in-process, a ``VllmEngine`` for ``engine: vllm``."""
-    if engine == "vllm":
-        from evenhand.decoding.vllm_engine import VllmEngine
+    """(model, tokenizer) of a cell: ``load_model`` in-process (the default engine), else the cell's
+    engine (``open_engine``; loads on first use) and its tokenizer."""
+    from evenhand.decoding.engines.base import DEFAULT_ENGINE, open_engine
 
-        vllm_engine = VllmEngine(name)
-        return vllm_engine, vllm_engine.tokenizer
+    if engine != DEFAULT_ENGINE:
+        opened = open_engine(name, engine)
+        return opened, opened.tokenizer
     return load_model(name)
 
 
@@ -177,7 +178,7 @@ def run_sweep(
     if not 0 <= process_index < num_processes:
         raise ValueError(f"`process_index` must be in [0, {num_processes}), got {process_index}")
     datasets = load_datasets(config)  # bad data or a missing model fail before the results file is touched
-    from evenhand.decoding.fair_decoding import check_examples
+    from evenhand.decoding.config import check_examples
 
     for cell in config.cells:  # fairness needs group labels: checked before any model loads
         fairness = cell.generate_config(config.seeds[0]).parts()["fairness"]
@@ -189,10 +190,11 @@ def run_sweep(
         check_device(config.device, "`device`")
         for name in sorted({cell.model for cell in config.cells}):
             check_local(name, "cell `model`")
-    from evenhand.decoding.vllm_engine import check_engine
+    from evenhand.decoding.engines.base import DEFAULT_ENGINE, open_engine
 
-    for cell in config.cells:  # vLLM installed, no adapter folder: before the results file
-        check_engine(cell.engine, cell.model)
+    for cell in config.cells:  # vLLM installed, no adapter folder: before the results file (nothing loads)
+        if cell.engine != DEFAULT_ENGINE:
+            open_engine(cell.model, cell.engine)
     results = Path(results or config.results)
     path = results if num_processes == 1 else shard_path(results, process_index, num_processes)
     check_results_file(results, path)

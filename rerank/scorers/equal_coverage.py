@@ -109,7 +109,8 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer[EqualCoverageConfig]):
         if self.config.units == "sentences" or not sentences:
             return sentences
         if summary not in self._acus:
-            from ...decoding.generate import GenerateConfig, generate
+            from ...decoding.config import GenerateConfig
+            from ...decoding.generate import generate
             from ...decoding.models import load_generator
 
             if self._acu_model is None:

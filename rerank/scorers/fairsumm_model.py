@@ -104,7 +104,7 @@ def bert_score_baseline(encoder: str, layer: int | None) -> float | None:
     """bert_score's precision baseline for an encoder (HF id or folder, matched by its last
     path part) at a layer (None: bert_score's default layer, the one ``TextEncoder`` uses);
     None when it ships none."""
-    from ...decoding.embeddings import default_layer
+    from ...decoding.beam.embeddings import default_layer
 
     name = encoder.rstrip("/").split("/")[-1]
     layer = default_layer(encoder) if layer is None else layer
@@ -152,14 +152,14 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
     @property
     def encoder(self) -> Any:
         """The ``TextEncoder``, loaded on first use (once per process: ``load_encoder`` keeps it)."""
-        from ...decoding.embeddings import load_encoder
+        from ...decoding.beam.embeddings import load_encoder
 
         c = self.config
         return self._encoder or load_encoder(c.encoder, c.layer, c.device, c.max_length)
 
     @property
     def model_id(self) -> str:
-        from ...decoding.embeddings import MINILM_ALIASES, MINILM_NAME
+        from ...decoding.beam.embeddings import MINILM_ALIASES, MINILM_NAME
 
         c = self.config
         name = MINILM_NAME if c.encoder in MINILM_ALIASES else c.encoder

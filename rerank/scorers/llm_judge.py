@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...decoding.server import ServerConfig
+from ...decoding.engines.http import ServerConfig
 from ...evaluation.registry import register
 from ...evaluation.schema import DataError, Example
 from ..lm_prefix import LmBackedConfig, LmBackedScorer
@@ -166,7 +166,7 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         The article is cut at the end to keep the longest prompt within
         ``max_prompt_tokens``.
         """
-        from ...decoding.prompting import chat_prompt, plain_text
+        from ...decoding.prompts.templates import chat_prompt, plain_text
 
         _, tok = self._load()
         marker = "\x00SUMMARY\x00"

@@ -78,7 +78,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...decoding.prompting import DEFAULT_SYSTEM
+from ...decoding.prompts.templates import DEFAULT_SYSTEM
 from ...evaluation.registry import register
 from ...evaluation.schema import Example
 from ..lm_prefix import LmBackedConfig, LmBackedScorer, continuation_logprobs
@@ -162,7 +162,7 @@ class LmConfig(LmBackedConfig):
     )
 
     def __post_init__(self) -> None:
-        from ...decoding.server import ServerConfig
+        from ...decoding.engines.http import ServerConfig
 
         super().__post_init__()
         ServerConfig(max_concurrency=self.max_concurrency, timeout=self.timeout)  # validates both
@@ -299,7 +299,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
     # -- prompts -------------------------------------------------------------------
     def prefix_ids(self, source: str | None) -> list[int]:
         """Token ids of the prompt before the summary, for a source text (None: without source)."""
-        from ...decoding.prompting import chat_prompt, plain_text
+        from ...decoding.prompts.templates import chat_prompt, plain_text
 
         _, tok = self._load()
         if self._seq2seq:
@@ -331,7 +331,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
 
     def summary_ids(self, summary: str) -> list[int]:
         """The scored tokens: the stripped summary's own, or the end token for an empty one."""
-        from ...decoding.prompting import plain_text
+        from ...decoding.prompts.templates import plain_text
 
         text = plain_text(self._load()[1], summary.strip())  # a summary cannot end its own turn
         if not text:
@@ -340,7 +340,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
 
     def source_chunks(self, example: Example) -> list[str]:
         """The source text the prompt holds: the whole documents, or AlignScore chunks when too long."""
-        from ...decoding.prompting import format_documents
+        from ...decoding.prompts.templates import format_documents
 
         text = format_documents(example)
         limit = self.config.max_source_tokens
@@ -361,7 +361,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         """
         import torch
 
-        from ...decoding.prompting import format_documents
+        from ...decoding.prompts.templates import format_documents
 
         memo = self.passes.conditional
         texts = [format_documents(ex) for ex in sources]

@@ -49,7 +49,8 @@ from typing import Any
 from transformers import LogitsProcessor
 
 
-def _check_h(h: Any) -> float:
+def check_h(h: Any) -> float:
+    """``h`` as a float; ValueError unless it is a positive finite number."""
     if isinstance(h, bool) or not isinstance(h, (int, float)) or not math.isfinite(h) or h <= 0:
         raise ValueError(f"`h` must be a positive float, got {h!r}")
     return float(h)
@@ -57,7 +58,7 @@ def _check_h(h: Any) -> float:
 
 def log_lambda(length: float, h: float) -> float:
     """log λ_h(l) = −ln2 · l²/h², computed directly (2^(l²/h²) overflows for long fragments)."""
-    return -math.log(2.0) * length * length / (_check_h(h) ** 2)
+    return -math.log(2.0) * length * length / (check_h(h) ** 2)
 
 
 def fragment_increment(length: int, h: float, reward: bool = False) -> float:
@@ -95,7 +96,7 @@ def fragment_penalties(
     >>> round(sum(fragment_penalties(src, [1, 2, 3, 0], h)), 9)
     -10.0
     """
-    h = _check_h(h)
+    h = check_h(h)
     special = set(special_ids)
     positions: dict[int, list[int]] = {}
     for j, tok in enumerate(source_ids):
@@ -118,7 +119,7 @@ def fragment_penalties(
 
 def increment_coef(h: float, reward: bool) -> float:
     """The coefficient of (2l − 1) in the added value: −ln2/h² (penalty) or +ln2/h² (reward)."""
-    return (1.0 if reward else -1.0) * math.log(2.0) / _check_h(h) ** 2
+    return (1.0 if reward else -1.0) * math.log(2.0) / check_h(h) ** 2
 
 
 def reduce_of(reward: bool, reward_longest: bool = False) -> str:
@@ -273,7 +274,7 @@ class AbstractivenessProcessor(LogitsProcessor):
     ) -> None:
         import torch
 
-        self.h = _check_h(h)
+        self.h = check_h(h)
         if not isinstance(prompt_length, int) or isinstance(prompt_length, bool) or prompt_length < 0:
             raise ValueError(f"`prompt_length` must be a non-negative int, got {prompt_length!r}")
         if reward_longest and not reward:

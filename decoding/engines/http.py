@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..evaluation.schema import DataError
+from ...evaluation.schema import DataError
 
 #: Statuses worth retrying: rate limiting and server-side failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -91,7 +91,7 @@ class ServerConfig:
     backoff: float = field(default=0.5, metadata={"help": "First retry delay in seconds (doubles)."})
 
     def __post_init__(self) -> None:
-        from ..evaluation.checks import check_count, check_number
+        from ...evaluation.checks import check_count, check_number
 
         check_count(self.max_concurrency, "max_concurrency")
         check_number(self.timeout, "timeout", low=0, low_open=True, high=86400)
@@ -141,7 +141,7 @@ class ServerClient:
     def model(self) -> str:
         """The served model's name: from the URL's ``#MODEL``, else the first of ``/v1/models``."""
         if self._model is None:
-            listing = self._request("GET", "/models", None)
+            listing = self.request("GET", "/models", None)
             data = listing.get("data") if isinstance(listing, dict) else None
             if not data or not isinstance(data[0], dict) or not data[0].get("id"):
                 raise DataError(
@@ -173,7 +173,7 @@ class ServerClient:
         """The served model's entry of ``/models`` (vLLM: ``root`` = the folder or id it loaded,
         ``max_model_len``); empty when the server lists no such entry."""
         if self._entry is None:
-            listing = self._request("GET", "/models", None)
+            listing = self.request("GET", "/models", None)
             data = listing.get("data") if isinstance(listing, dict) else None
             entries = [d for d in data or [] if isinstance(d, dict) and d.get("id") == self.model]
             self._entry = entries[0] if entries else {}
@@ -187,12 +187,12 @@ class ServerClient:
         it ignores the unknown argument and answers.
         """
         if self._processors is None:
-            from .vllm_args import KEY, PROBE_MARK
+            from .vllm_settings import KEY, PROBE_MARK
 
             body = {"model": self.model, "prompt": "probe", "max_tokens": 1, "temperature": 0.0,
                     "vllm_xargs": {KEY: '{"probe":1}'}}
             try:
-                self._request("POST", "/completions", body)
+                self.request("POST", "/completions", body)
                 self._processors = False
             except DataError as err:
                 if PROBE_MARK not in str(err):
@@ -206,9 +206,9 @@ class ServerClient:
         model = self.model
         bodies = [{"model": model, **p} for p in payloads]
         if len(bodies) == 1 or self.config.max_concurrency == 1:
-            return [self._request("POST", path, b) for b in bodies]
+            return [self.request("POST", path, b) for b in bodies]
         with ThreadPoolExecutor(max_workers=min(self.config.max_concurrency, len(bodies))) as pool:
-            futures = [pool.submit(self._request, "POST", path, b) for b in bodies]
+            futures = [pool.submit(self.request, "POST", path, b) for b in bodies]
             try:
                 return [f.result() for f in futures]
             except BaseException:
@@ -243,7 +243,7 @@ class ServerClient:
                 )
             return self._http
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    def request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         """One request with retries; the parsed JSON answer, or ``DataError``."""
         import httpx
 

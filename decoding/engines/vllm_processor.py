@@ -4,7 +4,7 @@ One class, :class:`EvenhandLogitsProcessor`, a ``vllm.v1.sample.logits_processor
 Register it with ``LLM(logits_processors=[EvenhandLogitsProcessor])`` or
 ``vllm serve MODEL --logits-processors evenhand.vllm:EvenhandLogitsProcessor``; a
 request turns it on with ``SamplingParams.extra_args["evenhand"]`` (server:
-``vllm_xargs``), the settings of :mod:`evenhand.decoding.vllm_args`. It applies, to
+``vllm_xargs``), the settings of :mod:`evenhand.decoding.engines.vllm_settings`. It applies, to
 the rows of requests that asked and in the in-process order of ``generate``:
 
 1. transformers' repetition penalty on generated tokens only (``repetition_penalty``;
@@ -55,7 +55,7 @@ from vllm.v1.sample.logits_processor import (  # pyright: ignore[reportMissingIm
     MoveDirectionality,
 )
 
-from .abstractiveness import (
+from ..processors.abstractiveness import (
     extend_lengths,
     increment_coef,
     recompute_lengths,
@@ -64,8 +64,9 @@ from .abstractiveness import (
     shift_lengths,
     source_table,
 )
-from .group_coverage import DEFAULT_PRIOR, DEFAULT_TAU, coverage_bonus
-from .vllm_args import parse
+from ..processors.group_coverage import DEFAULT_PRIOR, DEFAULT_TAU, coverage_bonus
+from ..processors.repetition import ngram_bans, penalize_seen
+from .vllm_settings import parse
 
 try:  # Model Runner V2's interface (vLLM >= 0.32); older vLLM has only the V1 runner
     from vllm.v1.worker.gpu.sample.logits_processor import (  # pyright: ignore[reportMissingImports]
@@ -272,8 +273,7 @@ class _Stack:
         sub = logits.index_select(0, self.index)
         if self.pen_pos:
             part = sub[self.pen_idx]
-            penalized = torch.where(part < 0, part * self.penalty, part / self.penalty)
-            sub[self.pen_idx] = torch.where(self.seen[:, : part.shape[1]], penalized, part)
+            sub[self.pen_idx] = penalize_seen(part, self.seen[:, : part.shape[1]], self.penalty)
         if self.ng_pos:
             sub[self.ng_idx] = self._ban_ngrams(sub[self.ng_idx])
         if self.ab_pos:
@@ -296,18 +296,10 @@ class _Stack:
         banned = torch.zeros((scores.shape[0], vocab + 1), dtype=torch.bool, device=scores.device)
         for n in sorted(set(self.ngram)):
             rows = torch.tensor([j for j, m in enumerate(self.ngram) if m == n], device=scores.device)
-            hist, length = self.history[rows], self.length[rows]
-            if hist.shape[1] < n:
+            tokens, matches = ngram_bans(self.history[rows], self.length[rows], n)
+            if tokens.shape[1] == 0:
                 continue
-            # the last n − 1 tokens of each row, matched against every complete window
-            at = (length[:, None] - (n - 1) + torch.arange(n - 1, device=hist.device)).clamp(min=0)
-            prefix = hist.gather(1, at)
-            windows = hist.unfold(1, n, 1)  # (rows, W − n + 1, n)
-            start = torch.arange(windows.shape[1], device=hist.device)
-            complete = start[None, :] + n <= length[:, None]
-            matches = (windows[..., :-1] == prefix[:, None, :]).all(dim=-1) & complete
-            matches &= (length >= n)[:, None]
-            cols = torch.where(matches, windows[..., -1].clamp(min=0, max=vocab), vocab)
+            cols = torch.where(matches, tokens.clamp(min=0, max=vocab), vocab)
             banned[rows] = banned[rows].scatter(1, cols, True)
         return scores.masked_fill(banned[:, :vocab], -float("inf"))
 
@@ -315,7 +307,7 @@ class _Stack:
 class EvenhandLogitsProcessor(*_BASES):
     """evenhand's decoding controls for the requests that carry ``extra_args["evenhand"]``.
 
-    See the module docstring; settings: :mod:`evenhand.decoding.vllm_args`. Built by
+    See the module docstring; settings: :mod:`evenhand.decoding.engines.vllm_settings`. Built by
     the V1 model runner as ``(vllm_config, device, is_pin_memory)`` and by Model Runner
     V2 as ``(vllm_config, req_states)``.
     """

@@ -10,7 +10,7 @@ verbatim in the prompt (a custom ``prompt`` that rewrites it) is tokenized on
 its own with ``add_special_tokens=False``.
 
 Encoder-decoder models: the source is the encoder input ids, without padding
-and special tokens.
+and special tokens (``processors.builders.source_token_ids``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from .generate import ProcessorBuilder, PromptBatch
-
 #: Separator between documents in a source: negative ids never match.
 SEPARATOR = -1
 
 
-def _document_spans(prompt: str, texts: Sequence[str]) -> list[tuple[int, int] | None]:
+def document_spans(prompt: str, texts: Sequence[str]) -> list[tuple[int, int] | None]:
     """Character span of each text in ``prompt`` (whitespace-normalized or raw), in order."""
     spans: list[tuple[int, int] | None] = []
     start = 0
@@ -51,7 +49,7 @@ def prompt_source_ids(tokenizer: Any, prompt: str, texts: Sequence[str]) -> list
     enc = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = enc["input_ids"], enc["offset_mapping"]
     out: list[int] = []
-    for text, span in zip(texts, _document_spans(prompt, texts)):
+    for text, span in zip(texts, document_spans(prompt, texts)):
         if out:
             out.append(SEPARATOR)
         if span is None:
@@ -65,45 +63,3 @@ def prompt_source_ids(tokenizer: Any, prompt: str, texts: Sequence[str]) -> list
         lo, hi = span
         out.extend(t for t, (a, b) in zip(ids, offsets) if a < hi and b > lo)
     return out
-
-
-def source_token_ids(batch: PromptBatch) -> list[list[int]]:
-    """One source id list per example of ``batch`` (see the module docstring)."""
-    from .prompting import build_prompt, chat_prompt
-
-    tok, config = batch.tokenizer, batch.config
-    if batch.model.config.is_encoder_decoder:
-        special = set(tok.all_special_ids)
-        return [
-            [t for t, keep in zip(row, mask) if keep and t not in special]
-            for row, mask in zip(batch.input_ids.tolist(), batch.attention_mask.tolist())
-        ]
-    return [
-        prompt_source_ids(
-            tok,
-            chat_prompt(tok, build_prompt(ex, config.instruction, config.fair_prompt, config.prompt_kind)),
-            ex.texts,
-        )
-        for ex in batch.examples
-    ]
-
-
-def abstractiveness_builder(h: float, reward: bool = False) -> ProcessorBuilder:
-    """A processor builder adding ``AbstractivenessProcessor(h, reward)`` to each batch."""
-    from .abstractiveness import AbstractivenessProcessor, _check_h
-
-    _check_h(h)
-
-    def build(batch: PromptBatch) -> list[Any]:
-        is_seq2seq = batch.model.config.is_encoder_decoder
-        return [
-            AbstractivenessProcessor(
-                source_token_ids(batch),
-                h,
-                reward=reward,
-                prompt_length=0 if is_seq2seq else batch.prompt_length,
-                special_ids=batch.tokenizer.all_special_ids,
-            )
-        ]
-
-    return build

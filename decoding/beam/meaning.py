@@ -3,7 +3,7 @@
 The N-gram terms of fair decoding (α, β) steer *words*; readers judge *meaning*.
 This module measures a partial summary's group coverage in meaning, with the
 backend of Equal Coverage's offline fallback and ``fairsumm-bertscore``'s
-(:mod:`evenhand.decoding.embeddings`, default the embedded MiniLM):
+(:mod:`evenhand.decoding.beam.embeddings`, default the embedded MiniLM):
 
 * once per example: each document is cut into Equal Coverage's blocks
   (sentences joined under ``block_words`` words) and every block embedded
@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.fairsumm import unfair_error_rate
-from ..evaluation.schema import Example
-from ..evaluation.sentences import split_sentences, word_blocks
+from ...evaluation.fairsumm import unfair_error_rate
+from ...evaluation.schema import Example
+from ...evaluation.sentences import split_sentences, word_blocks
 
 MEASURES = ("ec", "uer", "both")
 
@@ -47,7 +47,7 @@ class MeaningCoverage:
 
     Attributes:
         weight: W >= 0, weight of the meaning penalty M in the beam objective.
-        encoder: a :class:`evenhand.decoding.embeddings.TextEncoder`.
+        encoder: a :class:`evenhand.decoding.beam.embeddings.TextEncoder`.
         tokenizer: the generator's tokenizer (decodes candidates).
         blocks: (B, K, h) unit-norm block embeddings (zeros on padding).
         block_doc: (B, K) document index of each block (0 on padding).
@@ -166,7 +166,7 @@ class MeaningCoverage:
         import numpy as np
         import torch
 
-        from ..evaluation.coverage import equal_coverage
+        from ...evaluation.coverage import equal_coverage
 
         b, k, _ = generated.shape
         texts = self.tokenizer.batch_decode(generated.reshape(b * k, -1), skip_special_tokens=True)

@@ -52,7 +52,7 @@ class TextEncoder:
     ) -> None:
         from transformers import AutoModel, AutoTokenizer
 
-        from .models import default_device, minilm_path
+        from ..models import default_device, minilm_path
 
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"`model` must be 'minilm' or an encoder folder/HF id, got {model!r}")

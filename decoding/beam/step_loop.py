@@ -5,7 +5,7 @@ one-token request asking for its top ``logprobs`` candidates and ranks the
 beams itself. This loop does the same against any engine that implements
 :class:`NextTokenEngine` — ``next_token_logprobs(prefix_token_ids, k) -> (ids,
 logprobs)``, each (N, k), the k most likely next tokens of each prefix and their
-natural-log probabilities — and ranks with :mod:`evenhand.decoding.beam_rank`,
+natural-log probabilities — and ranks with :mod:`evenhand.decoding.beam.objective`,
 the same code ``fair_beam_search`` runs inside transformers. So the objective J,
 the pool, keep-alive, the meaning term and the final rerank are one
 implementation; with ``fair=None`` (or β = 0 and no meaning term) it is plain beam
@@ -29,7 +29,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .beam_rank import NEG, BeamConfig, BeamState, beam_step, finish, pool_size
+from ..processors.repetition import ngram_bans, penalize_seen
+from .objective import POOL, FairBeamSettings, pool_size
+from .search import beam_step, finish
+from .state import NEG, BeamConfig, BeamState
 
 
 class NextTokenEngine(Protocol):
@@ -67,20 +70,18 @@ def candidate_processors(repetition_penalty: float = 1.0, no_repeat_ngram_size: 
         import torch
 
         width = max(len(p) for p in prefixes)
-        table = torch.full((len(prefixes), width), -1, dtype=torch.long)
-        for row, prefix in enumerate(prefixes):  # right-aligned: generated tokens share columns
-            table[row, width - len(prefix) :] = torch.tensor(prefix, dtype=torch.long)
+        history = torch.full((len(prefixes), width), -1, dtype=torch.long)
+        for row, prefix in enumerate(prefixes):  # left-aligned: the row's tokens, then -1
+            history[row, : len(prefix)] = torch.tensor(prefix, dtype=torch.long)
+        length = torch.tensor([len(p) for p in prefixes], dtype=torch.long)
         if repetition_penalty != 1.0 and n_generated > 0:
-            seen = (ids[:, :, None] == table[:, None, width - n_generated :]).any(-1)
-            scaled = torch.where(lps < 0, lps * repetition_penalty, lps / repetition_penalty)
-            lps = torch.where(seen, scaled, lps)
-        n = no_repeat_ngram_size
-        if n > 0 and width >= n:
-            windows = table.unfold(1, n, 1)  # (N, W, n)
-            last = table[:, width - n + 1 :] if n > 1 else table[:, :0]
-            match = (windows[:, :, :-1] == last[:, None, :]).all(-1) & (windows >= 0).all(-1)
-            banned = (ids[:, :, None] == windows[:, None, :, -1]) & match[:, None, :]
-            lps = lps.masked_fill(banned.any(-1), float("-inf"))
+            at = (length[:, None] - n_generated + torch.arange(n_generated)).clamp(min=0)
+            seen = (ids[:, :, None] == history.gather(1, at)[:, None, :]).any(-1)
+            lps = penalize_seen(lps, seen, repetition_penalty)
+        if no_repeat_ngram_size > 0:
+            tokens, banned = ngram_bans(history, length, no_repeat_ngram_size)
+            hit = (ids[:, :, None] == tokens[:, None, :]) & banned[:, None, :]
+            lps = lps.masked_fill(hit.any(-1), float("-inf"))
         return lps
 
     return adjust
@@ -97,7 +98,7 @@ def beam_search_steps(
     length_penalty: float = 1.0,
     early_stopping: bool | str = False,
     num_return_sequences: int = 1,
-    fair: Any = None,
+    fair: FairBeamSettings | None = None,
     adjust: Adjust | None = None,
     on_step: Callable[[int], object] | None = None,
 ) -> list[list[list[int]]]:
@@ -251,3 +252,29 @@ class TransformersNextToken:
             log_probs = self.logits_processor(ids, log_probs)
         top = torch.topk(log_probs, k=min(k, log_probs.shape[-1]), dim=-1)
         return top.indices.cpu(), top.values.cpu()
+
+
+def top_k_table(steps: Sequence[dict[int, float]], k: int) -> tuple[Any, Any]:
+    """(N, k) ids and log-probs from per-row ``{token: logprob}`` maps, best first (−inf padding)."""
+    import torch
+
+    ids = torch.zeros((len(steps), k), dtype=torch.long)
+    lps = torch.full((len(steps), k), float("-inf"))
+    for row, step in enumerate(steps):
+        best = sorted(step.items(), key=lambda item: (-item[1], item[0]))[:k]
+        if best:
+            ids[row, : len(best)] = torch.tensor([t for t, _ in best])
+            lps[row, : len(best)] = torch.tensor([v for _, v in best])
+    return ids, lps
+
+
+def candidates_needed(num_beams: int, steering: bool, adjusts: bool) -> tuple[int, int]:
+    """(needed, asked): candidates per beam and step the step loop needs, and asks for first.
+
+    The pool holds :data:`~evenhand.decoding.beam.objective.POOL` × 2 × ``num_beams``
+    continuations when it steers (β > 0 or a meaning term), 2 × ``num_beams`` otherwise;
+    with candidate processors (``adjusts``: a repetition penalty or n-gram blocking) the
+    loop first asks for twice as many (:func:`_candidates`).
+    """
+    needed = 2 * num_beams * (POOL if steering else 1)
+    return needed, 2 * needed if adjusts else needed

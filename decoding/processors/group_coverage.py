@@ -1,6 +1,6 @@
 """Group coverage while decoding: a bonus for tokens of groups the text so far under-represents.
 
-With the batch's :class:`~evenhand.decoding.group_vocab.GroupTables` (membership A,
+With the batch's :class:`~evenhand.decoding.processors.group_vocab.GroupTables` (membership A,
 specificity S, target t over groups), for one hypothesis y_1..y_n:
 
 * running counts      c_g = Σ_i A[g, y_i]           (FairSumm's N-gram target, per token)
@@ -10,7 +10,7 @@ specificity S, target t over groups), for one hypothesis y_1..y_n:
 
 α is the largest bonus in nats: a token specific to one group only, when that
 group is entirely missing. α = 0 leaves the scores untouched. The functions below
-are shared with the fairness-aware beam search (:mod:`evenhand.decoding.fair_beam`).
+are shared with the fairness-aware beam search (:mod:`evenhand.decoding.beam.hf_loop`).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class GroupCoverageProcessor(LogitsProcessor):
 
     Example:
         >>> from evenhand.decoding.models import tiny_model
-        >>> from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
+        >>> from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
         >>> from evenhand.evaluation.schema import Document, Example
         >>> model, tok = tiny_model()
         >>> ex = Example("e", [Document("Great battery.", "pos"), Document("Terrible screen.", "neg")])

@@ -9,12 +9,12 @@ string, ``{"evenhand": "<json>"}``; offline a dict is accepted too. Schema
     {"v": 1,
      "repetition_penalty": 1.2,        # transformers' penalty on generated tokens only
      "no_repeat_ngram_size": 3,        # transformers' n-gram ban over prompt + output
-     "abstractiveness": {              # Dreyer et al.'s λ_h (decoding/abstractiveness.py)
+     "abstractiveness": {              # Dreyer et al.'s λ_h (decoding/processors/abstractiveness.py)
          "h": 2.0, "reward": false, "reward_longest": false,
          "spans": [[start, end], ...], # the documents' token positions in the prompt
          "source_ids": [...],          # or the source ids themselves (-1 between documents)
          "special_ids": [...]},        # ids that never match
-     "coverage": {                     # group-coverage bonus (decoding/group_coverage.py)
+     "coverage": {                     # group-coverage bonus (decoding/processors/group_coverage.py)
          "alpha": 3.0, "tau": 0.8, "prior": 1.0,
          "token_ids": [...],           # the example's K content tokens (GroupVocab)
          "member": [[...K], ...G],     # A over those tokens, one row per group
@@ -25,9 +25,9 @@ string, ``{"evenhand": "<json>"}``; offline a dict is accepted too. Schema
 learn whether a server runs evenhand's processors (a server without them ignores
 unknown ``vllm_xargs`` and answers normally).
 
-This module does not import vLLM: the client (``decoding/vllm_generate.py``)
+This module does not import vLLM: the client (``decoding/engines/vllm_engine.py``)
 builds and checks the settings with it, and the processors
-(``decoding/vllm_processors.py``) check them again in ``validate_params``.
+(``decoding/engines/vllm_processor.py``) check them again in ``validate_params``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ...evaluation.schema import DataError, Example
+from ..config import FairnessSettings, GenerateConfig
 
 KEY = "evenhand"
 VERSION = 1
@@ -161,12 +162,12 @@ def source_spans(tokenizer: Any, prompt: str, texts: Sequence[str]) -> tuple[lis
     document (those overlapping its characters in the prompt); None when a
     document is not found verbatim (then the caller sends ``source_ids``).
     """
-    from .source_tokens import _document_spans
+    from ..prompts.source_tokens import document_spans
 
     enc = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
     spans: list[list[int]] = []
-    for span in _document_spans(prompt, texts):
+    for span in document_spans(prompt, texts):
         if span is None:
             return ids, None
         lo, hi = span
@@ -178,7 +179,7 @@ def source_spans(tokenizer: Any, prompt: str, texts: Sequence[str]) -> tuple[lis
 
 
 def request_settings(
-    config: Any, tokenizer: Any, example: Example, prompt: str, prompt_ids: Sequence[int],
+    config: GenerateConfig, tokenizer: Any, example: Example, prompt: str, prompt_ids: Sequence[int],
     vocab_size: int,
 ) -> dict[str, Any]:
     """The evenhand settings of one example's request under ``config`` (a ``GenerateConfig``).
@@ -199,7 +200,7 @@ def request_settings(
         if spans is not None and list(ids) == list(prompt_ids):
             part["spans"] = spans
         else:
-            from .source_tokens import prompt_source_ids
+            from ..prompts.source_tokens import prompt_source_ids
 
             part["source_ids"] = prompt_source_ids(tokenizer, prompt, example.texts)
         special = set(tokenizer.all_special_ids)
@@ -212,10 +213,12 @@ def request_settings(
     return settings
 
 
-def coverage_settings(config: Any, tokenizer: Any, example: Example, vocab_size: int) -> dict[str, Any]:
+def coverage_settings(config: FairnessSettings, tokenizer: Any, example: Example, vocab_size: int) -> dict[str, Any]:
     """The ``coverage`` part: the example's group vocabulary as token ids and its target."""
-    from .group_vocab import build_group_vocab
+    from ..processors.group_vocab import build_group_vocab
 
+    if config.fairness is None:
+        raise ValueError("the group-coverage bonus needs a `fairness` target")
     vocab = build_group_vocab(example, tokenizer)
     ids = vocab.token_ids.tolist()
     if ids and max(ids) >= vocab_size:

@@ -1,49 +1,24 @@
-"""The typed parts of ``GenerateConfig``: decoding, prompting, abstractiveness, fairness.
+"""Every generation setting as data with its checks: the four typed parts and ``GenerateConfig``.
 
-Each part is a dataclass of its own fields that validates them (``check``) and
-builds its own logits processors through the one plug-in path of ``generate``:
-``builders()`` returns processor builders, functions of a ``PromptBatch``
-returning a list of processors or a :class:`BatchHooks` (processors plus
-``model.generate`` keyword arguments, e.g. fair beam search's
-``custom_generate``). A caller's own builders go through the same path.
-
-``GenerateConfig`` (:mod:`evenhand.decoding.generate`) is all four parts at
-once, with their fields flat: the CLI flags and YAML keys stay one per field
-(``--abstractiveness 2``, ``fairness: ratio``), and ``config.parts()`` gives
-the typed parts back.
+Each part is a dataclass of its own fields that validates them (``check``):
+decoding (search, sampling, repetition control, batching), prompting,
+abstractiveness, fairness. ``GenerateConfig`` is all four at once, with their
+fields flat: the CLI flags and YAML keys stay one per field
+(``--abstractiveness 2``, ``fairness: ratio``), and ``config.parts()`` gives the
+typed parts back. Turning a config into logits processors is
+:mod:`evenhand.decoding.processors.builders`; nothing here builds one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .prompting import KIND_CHOICES, check_kind
-
-
-@dataclass
-class BatchHooks:
-    """What one batch adds to ``model.generate``: logits processors and keyword arguments."""
-
-    processors: list[Any] = field(default_factory=list)
-    generate_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def add(self, built: BatchHooks | Sequence[Any]) -> None:
-        """Append a builder's result; two builders setting one ``generate`` keyword is an error."""
-        if not isinstance(built, BatchHooks):
-            self.processors.extend(built)
-            return
-        self.processors.extend(built.processors)
-        clash = sorted(set(built.generate_kwargs) & set(self.generate_kwargs))
-        if clash:
-            raise ValueError(f"two processor builders set the generate() argument(s) {clash}; keep one")
-        self.generate_kwargs.update(built.generate_kwargs)
-
-
-#: Functions turning a batch (a ``PromptBatch``) into logits processors, or into BatchHooks.
-ProcessorBuilder = Callable[[Any], "Sequence[Any] | BatchHooks"]
+from ..evaluation.schema import DataError, Example
+from .processors.group_vocab import parse_fairness
+from .prompts.templates import KIND_CHOICES, check_kind
 
 
 @dataclass
@@ -116,38 +91,6 @@ class DecodingSettings:
         """
         return not (model.config.is_encoder_decoder or self.penalize_prompt or self.repetition_penalty == 1.0)
 
-    def builders(self) -> list[ProcessorBuilder]:
-        """The repetition penalty on generated tokens only (see ``own_repetition_penalty``)."""
-        if self.penalize_prompt or self.repetition_penalty == 1.0:
-            return []
-        return [lambda batch: generated_only_penalty(batch.model, self, batch.prompt_length)]
-
-    def hf_kwargs(self, own_repetition_penalty: bool = False) -> dict[str, Any]:
-        """Keyword arguments for ``model.generate``.
-
-        With ``own_repetition_penalty`` the repetition penalty is left out: the
-        caller applies it itself (to generated tokens only, see ``generate``).
-        """
-        kwargs: dict[str, Any] = dict(
-            max_new_tokens=self.max_new_tokens,
-            num_beams=self.num_beams,
-            do_sample=self.do_sample,
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
-            repetition_penalty=1.0 if own_repetition_penalty else self.repetition_penalty,
-        )
-        if self.do_sample:
-            kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
-        return kwargs
-
-
-def generated_only_penalty(model: Any, settings: DecodingSettings, prompt_length: int) -> list[Any]:
-    """transformers' repetition penalty restricted to generated tokens (decoder-only models)."""
-    if not settings.own_repetition_penalty(model):
-        return []
-    from transformers import RepetitionPenaltyLogitsProcessor
-
-    return [RepetitionPenaltyLogitsProcessor(settings.repetition_penalty, prompt_ignore_length=prompt_length)]
-
 
 @dataclass
 class PromptSettings:
@@ -192,10 +135,6 @@ class PromptSettings:
         """Raise ValueError for an unknown prompt kind."""
         check_kind(self.prompt_kind)
 
-    def builders(self) -> list[ProcessorBuilder]:
-        """None: prompting acts on the prompt itself (``encode_prompts``), not on the logits."""
-        return []
-
 
 @dataclass
 class AbstractivenessSettings:
@@ -233,21 +172,11 @@ class AbstractivenessSettings:
                 "directions; set only one of them"
             )
 
-    def builders(self) -> list[ProcessorBuilder]:
-        """The abstractiveness penalty or the extraction reward processor, when one is set."""
-        from .source_tokens import abstractiveness_builder
-
-        if self.abstractiveness is not None:
-            return [abstractiveness_builder(self.abstractiveness, reward=False)]
-        if self.extractiveness is not None:
-            return [abstractiveness_builder(self.extractiveness, reward=True)]
-        return []
-
 
 @dataclass
 class FairnessSettings:
     """Fairness-aware decoding: group-coverage bonus (α), fair beam search (β) and its
-    meaning-level coverage term (W, ``decoding/meaning.py``)."""
+    meaning-level coverage term (W, ``decoding/beam/meaning.py``)."""
 
     fairness: str | dict[str, float] | None = field(
         default=None,
@@ -288,8 +217,6 @@ class FairnessSettings:
 
     def check(self) -> None:
         """Normalize ``fairness``; raise ValueError for bad or contradictory fairness settings."""
-        from .group_vocab import parse_fairness
-
         self.fairness = parse_fairness(self.fairness)
         from ..evaluation.checks import check_count, check_number
 
@@ -329,16 +256,8 @@ class FairnessSettings:
         """Whether fair beam search runs (β > 0 or W > 0)."""
         return self.fair_beam > 0 or self.fair_meaning > 0
 
-    def builders(self) -> list[ProcessorBuilder]:
-        """The group-coverage processor and fair beam search (``fair_decoding.fairness_hooks``)."""
-        if not self.active:
-            return []
-        from .fair_decoding import fairness_hooks
 
-        return [lambda batch: fairness_hooks(batch, self)]
-
-
-#: The parts of a GenerateConfig, in the order their processors run.
+#: The parts of a GenerateConfig, in the order of its fields (and of the processors they ask for).
 PARTS: dict[str, type] = {
     "decoding": DecodingSettings,
     "prompting": PromptSettings,
@@ -354,3 +273,55 @@ def part_of(config: Any, part: type[Any]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return part(**{f.name: getattr(config, f.name) for f in dataclasses.fields(part)})
+
+
+@dataclass
+class GenerateConfig(FairnessSettings, AbstractivenessSettings, PromptSettings, DecodingSettings):
+    """Every generation setting: the four typed parts of this module at once.
+
+    The fields are the parts' fields, flat and in order (decoding, prompting,
+    abstractiveness, fairness), so ``GenerateConfig(num_beams=1, abstractiveness=2)``,
+    the CLI flags and YAML keys name them directly; :meth:`parts` gives the typed
+    parts, :meth:`from_parts` builds a config from them. Defaults suit
+    SmolLM2-135M-Instruct (it repeats itself otherwise).
+    """
+
+    def __post_init__(self) -> None:
+        for part in PARTS.values():
+            part.check(self)
+        if self.beam_search and (self.num_beams < 2 or self.do_sample):
+            raise ValueError(
+                "`fair_beam` is a beam search (so is `fair_meaning`): set `num_beams` >= 2 and `do_sample=False`, "
+                "or use `fairness_strength` alone"
+            )
+
+    @classmethod
+    def from_parts(cls, *parts: Any, **flat: Any) -> GenerateConfig:
+        """A config from typed parts (``DecodingSettings(...)``...) and flat fields over them."""
+        values: dict[str, Any] = {}
+        for part in parts:
+            values.update({f.name: getattr(part, f.name) for f in dataclasses.fields(part)})
+        return cls(**{**values, **flat})
+
+    def parts(self) -> dict[str, Any]:
+        """The typed parts holding this config's values: decoding, prompting, abstractiveness, fairness."""
+        return {name: part_of(self, part) for name, part in PARTS.items()}
+
+
+def check_examples(examples: Sequence[Example], config: FairnessSettings) -> None:
+    """Raise DataError before any decoding if fairness is on and an example lacks groups.
+
+    Also when a ``{group: share}`` target names a group the example does not have.
+    Errors name the example's file:line (``ex.where``).
+    """
+    if config.active:
+        for i, ex in enumerate(examples):
+            where = ex.where(f"examples[{i}]")
+            groups = ex.require_groups(where)
+            if isinstance(config.fairness, dict):
+                unknown = sorted(set(config.fairness) - set(groups))
+                if unknown:
+                    raise DataError(
+                        f"{where}: example {ex.id!r}: `fairness` names groups {unknown} that are not "
+                        f"among its groups {groups}; use the example's group labels as keys"
+                    )
