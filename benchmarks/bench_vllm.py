@@ -55,7 +55,7 @@ def main() -> int:
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.models import load_generator
     from evenhand.decoding.vllm_engine import EngineSettings, VllmEngine
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     half = args.limit // 2
 

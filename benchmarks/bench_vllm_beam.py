@@ -52,7 +52,7 @@ def controlled(n: int) -> tuple[list[list[str]], list[str]] | None:
 
 
 def lm_scorers(engine: str, name: str, model=None, tok=None) -> dict:  # noqa: ANN001
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     out = {}
     for scorer in ("lm-pmi", "lm-likelihood", "fluency"):
@@ -94,8 +94,8 @@ def vllm_engine() -> object:
 def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     from evenhand.decoding.generate import GenerateConfig, encode_prompts, generate
     from evenhand.decoding.vllm_beam import VllmNextToken, fair_beam_generate
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     path = SHARED / "perspectivesumm" / "amazon_gold.json"
     if not path.exists():
@@ -166,8 +166,8 @@ def lm_pmi_agreement(model, tok, sources: list, summaries: list[str]) -> None:  
 def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency: int) -> None:  # noqa: ANN001
     from evenhand.decoding.generate import GenerateConfig, generate
     from evenhand.decoding.server import ServerClient, ServerConfig
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     print(f"\n4. through the vLLM server {url} (max concurrency {concurrency})")
     path = SHARED / "perspectivesumm" / "amazon_gold.json"

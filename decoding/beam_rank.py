@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..evaluation.fairsumm import unfair_error_rate
+from ..evaluation.metrics.fairsumm import unfair_error_rate
 from .group_coverage import group_counts, observed_shares, smoothed_shares
 
 NEG = -1.0e9

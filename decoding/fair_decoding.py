@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..evaluation.schema import Example
+from ..evaluation.data.schema import Example
 from .settings import BatchHooks, FairnessSettings
 
 
@@ -20,7 +20,7 @@ def check_examples(examples: Sequence[Example], config: FairnessSettings) -> Non
     Also when a ``{group: share}`` target names a group the example does not have.
     Errors name the example's file:line (``ex.where``).
     """
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     if config.active:
         for i, ex in enumerate(examples):

@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from .settings import (
     PARTS,
     AbstractivenessSettings,

@@ -57,7 +57,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from .server import ServerClient
 
 _WHY = (

@@ -79,9 +79,9 @@ class DecodingSettings:
         """Raise ValueError (a DataError) naming the field for a bad decoding setting.
 
         Every count is an int within a sane upper bound and every float finite
-        (``evaluation.checks``): NaN and inf never reach ``model.generate``.
+        (``evaluation.data.checks``): NaN and inf never reach ``model.generate``.
         """
-        from ..evaluation.checks import MAX_DERIVED_SEED, check_count, check_number
+        from ..evaluation.data.checks import MAX_DERIVED_SEED, check_count, check_number
 
         check_count(self.max_new_tokens, "max_new_tokens")
         check_count(self.num_beams, "num_beams")
@@ -221,7 +221,7 @@ class AbstractivenessSettings:
 
     def check(self) -> None:
         """Raise ValueError for a non-positive h or for both h's set."""
-        from ..evaluation.checks import check_number
+        from ..evaluation.data.checks import check_number
 
         for name in ("abstractiveness", "extractiveness"):
             value = check_number(getattr(self, name), name, low=0, low_open=True, high=1e6, none_ok=True)
@@ -291,7 +291,7 @@ class FairnessSettings:
         from .group_vocab import parse_fairness
 
         self.fairness = parse_fairness(self.fairness)
-        from ..evaluation.checks import check_count, check_number
+        from ..evaluation.data.checks import check_count, check_number
 
         for name in ("fairness_strength", "fair_beam", "fair_meaning"):  # weights of nats: 1000 is absurd
             check_number(getattr(self, name), name, low=0, high=1000)

@@ -40,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 
 
 class VllmNextToken:

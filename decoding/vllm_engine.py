@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation.schema import DataError
+from ..evaluation.errors import DataError
 
 #: Fix printed when vLLM is missing.
 INSTALL_HINT = (

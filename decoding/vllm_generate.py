@@ -37,7 +37,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from .vllm_args import KEY, dumps, request_settings
 
 _WHY = "run it in-process (--engine transformers)"

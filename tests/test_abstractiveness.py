@@ -19,7 +19,7 @@ from evenhand.decoding.source_tokens import (
     prompt_source_ids,
     source_token_ids,
 )
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 # The authors' tests use f(x) = x**2 / c**2 with c = 1, i.e. ln2 * x**2 / h**2 with h = sqrt(ln2).
 H_AUTHORS = math.sqrt(math.log(2))

@@ -19,7 +19,7 @@ from evenhand.decoding.beam_steps import (
 )
 from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
 from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 EXAMPLES = [
     Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")]),

@@ -10,7 +10,7 @@ from evenhand.decoding.fair_beam import FairBeamSettings, fair_beam_search
 from evenhand.decoding.generate import GenerateConfig, generate
 from evenhand.decoding.group_vocab import GroupTables, build_group_vocab
 from evenhand.decoding.meaning import MeaningCoverage
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 from tests.test_fair_decoding import FixedNextToken, beam_kwargs
 
 EXAMPLE = Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")])

@@ -2,7 +2,8 @@ import pytest
 
 from evenhand.decoding.generate import GenerateConfig, generate
 from evenhand.decoding.prompting import PROMPT_KINDS, build_prompt, chat_prompt, format_documents
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 EXAMPLES = [
     Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],

@@ -12,7 +12,7 @@ from evenhand.decoding.settings import (
     FairnessSettings,
     PromptSettings,
 )
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 EXAMPLES = [
     Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],

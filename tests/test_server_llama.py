@@ -92,8 +92,8 @@ def test_server_judge_agrees_with_the_in_process_judge(server):
     runs the de-quantized float32 weights over the whole vocabulary. Measured here: scores
     within 0.06, digit mass within 0.07, same argmax; the bounds leave room for that.
     """
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     url, model, _ = server
     example = load_examples(DEMO)[0]

@@ -19,8 +19,8 @@ from evenhand.decoding.generate import GenerateConfig, generate  # noqa: E402
 from evenhand.decoding.models import load_generator  # noqa: E402
 from evenhand.decoding.vllm_beam import VllmNextToken, fair_beam_generate  # noqa: E402
 from evenhand.demo import demo_examples  # noqa: E402
-from evenhand.evaluation.registry import get_scorer  # noqa: E402
-from evenhand.evaluation.schema import DataError  # noqa: E402
+from evenhand.evaluation.errors import DataError  # noqa: E402
+from evenhand.evaluation.scoring.registry import get_scorer  # noqa: E402
 
 MODEL = "smollm2-135m-instruct"
 

@@ -64,9 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.server_generate import needs_processors
     from evenhand.decoding.vllm_engine import check_engine
     from evenhand.decoding.vllm_generate import check_vllm_config
-    from evenhand.evaluation.checks import check_seed
-    from evenhand.evaluation.jsonl import check_output
-    from evenhand.evaluation.schema import DataError, Example
+    from evenhand.evaluation.data.checks import check_seed
+    from evenhand.evaluation.data.schema import Example
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.output_checks import check_output
 
     config = config_from_args(GenerateConfig, args)
     check_seed(config.seed)  # batches are decoded with seed + batch start
