@@ -42,7 +42,7 @@ def _sha(path: Path) -> str:
 
 def _hold_lock(out: Path) -> subprocess.Popen:
     """Another process that holds ``out``'s output lock until killed."""
-    code = ("import sys, time\nfrom evenhand.evaluation.io.output_checks import output_lock\n"
+    code = ("import sys, time\nfrom evenhand.evaluation.io.locks import output_lock\n"
             f"with output_lock({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(300)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
