@@ -92,8 +92,8 @@ def generation() -> dict[str, float]:
     from evenhand.decoding.engines.transformers import encode_prompts
     from evenhand.decoding.models import load_generator
     from evenhand.decoding.processors.builders import PromptBatch, abstractiveness_builder
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.data.schema import Document, Example
 
     model, tok = load_generator(device="cpu")
     examples = [

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evenhand.evaluation.schema import Example
+    from evenhand.evaluation.data.schema import Example
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_NAME = (
@@ -60,7 +60,7 @@ def shared_dir() -> Path:
 
 def workload(shared: Path) -> list[tuple[Example, str]]:
     """(example, gold summary) for every gold of both sets, example by example."""
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     pairs = []
     for name in ("amazon", "yelp"):
@@ -147,7 +147,7 @@ def nltk_data_missing() -> str | None:
 
 def warm_up_example() -> Example:
     """A small example outside the workload: both sides run it once before timing (imports, first calls)."""
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     return Example(
         id="warm-up",
@@ -158,8 +158,8 @@ def warm_up_example() -> Example:
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
-    from evenhand.evaluation.fairsumm_text import filter_words, lemma_table, word_tokenize
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.evaluation.text.fairsumm_words import filter_words, lemma_table, word_tokenize
 
     pairs = workload(shared_dir())
     if not pairs:

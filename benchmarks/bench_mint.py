@@ -7,7 +7,7 @@ amazon-science/abstractive-factual-tradeoff), re-written here: per pair, both
 texts tokenized with blank-English spaCy and lowercased (``tok.lower_``), n-gram
 *sets* of the source in Python, every summary n-gram looked up, Chen & Cherry
 smoothing, ``scipy.stats.hmean``, and a compiled-speed LCS: the project's
-bit-parallel :func:`evenhand.evaluation.lcs.lcs_length` stands in for the
+bit-parallel :func:`evenhand.evaluation.metrics.lcs.lcs_length` stands in for the
 authors' C++ ``mintlcs`` (about as fast). No pure-Python DP is involved.
 
 Passes over the same pairs, each timed ``--repeats`` times (min and median):
@@ -16,8 +16,8 @@ Passes over the same pairs, each timed ``--repeats`` times (min and median):
   cache), tokenization included; spaCy imported and the tokenizer built
   before the timer (both, about 1.5 s and 70 ms, are in the first-score line);
 * warm: the same again with the tokenizer's cache filled by the fresh pass;
-* evenhand per pair: :func:`evenhand.evaluation.mint.mint` in a loop;
-* evenhand corpus path: :func:`evenhand.evaluation.corpus.mint_corpus` (each
+* evenhand per pair: :func:`evenhand.evaluation.metrics.mint.mint` in a loop;
+* evenhand corpus path: :func:`evenhand.evaluation.metrics.corpus.mint_corpus` (each
   distinct text tokenized once, n-grams matched for all pairs at once).
 
 Each evenhand line shows its speed-up over the baseline pass of the same kind
@@ -81,7 +81,7 @@ def baseline_scorer() -> Callable[[object, str, str], tuple[float, ...]]:
     """The authors' per-pair MINT (see module doc); returns (mint, p1..p4, lcsr)."""
     from scipy.stats import hmean
 
-    from evenhand.evaluation.lcs import lcs_length
+    from evenhand.evaluation.metrics.lcs import lcs_length
 
     def score(nlp: object, source: str, summary: str) -> tuple[float, ...]:
         x = [t.lower_ for t in nlp(source)]  # type: ignore[operator]
@@ -113,9 +113,9 @@ def timed(fn: Callable[[], list], pairs: int) -> tuple[float, list]:
 def run_set(name: str, pairs: list[tuple[str, str]], repeats: int) -> list[tuple[str, list[float], str, float]]:
     import spacy
 
-    from evenhand.evaluation import text
-    from evenhand.evaluation.corpus import mint_corpus
-    from evenhand.evaluation.mint import mint
+    from evenhand.evaluation.metrics.corpus import mint_corpus
+    from evenhand.evaluation.metrics.mint import mint
+    from evenhand.evaluation.text import tokens as text
 
     sources = [p[0] for p in pairs]
     summaries = [p[1] for p in pairs]
@@ -156,8 +156,8 @@ def run_set(name: str, pairs: list[tuple[str, str]], repeats: int) -> list[tuple
     rows = []
     labels = {
         "base": BASELINE_NAME,
-        "pair": "evenhand per pair: evaluation.mint.mint in a loop",
-        "corpus": "evenhand corpus path: evaluation.corpus.mint_corpus",
+        "pair": "evenhand per pair: evaluation.metrics.mint.mint in a loop",
+        "corpus": "evenhand corpus path: evaluation.metrics.corpus.mint_corpus",
     }
     for who in ("base", "pair", "corpus"):
         for kind in ("fresh", "warm"):
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     shared = shared_dir()
-    from evenhand.evaluation.text import import_spacy
+    from evenhand.evaluation.text.tokens import import_spacy
 
     import_spacy()  # imports are timed separately (first score), not in the passes
     print(f"MINT ms/pair, {args.repeats} passes each (min / median); shared data: {shared}")

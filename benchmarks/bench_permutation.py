@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from evenhand.evaluation.coverage import coverage_significance
+from evenhand.evaluation.metrics.coverage import coverage_significance
 
 CASES = [(8, 10, 3), (8, 10, 5), (20, 10, 3), (50, 15, 3), (100, 20, 2), (200, 20, 3)]
 REPEATS = 30

@@ -142,7 +142,7 @@ def lm_candidates_vs_one(tiny: bool) -> None:
     shared data is there) a real ~800-word controlled-summaries source with 12 real
     summaries, the reranker's typical case.
     """
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     cases = [("synthetic", LONG_SOURCE, CANDIDATES)]
     real = controlled_source()
@@ -189,7 +189,7 @@ def main() -> int:
 
     import torch
 
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -45,7 +45,7 @@ def _timed(scorer, n: int) -> float:  # noqa: ANN001 - any scorer
 
 def inprocess_rates(n: int) -> dict[str, float]:
     """Judge calls per second in-process at batch 1 and batch ``n``."""
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     judge = get_scorer("llm-faithfulness", batch_size=1, progress=False)
     rates = {"in-process, batch 1": n / _timed(judge, n)}
@@ -56,7 +56,7 @@ def inprocess_rates(n: int) -> dict[str, float]:
 
 def server_rates(url: str, n: int) -> tuple[dict[str, float], float, float]:
     """Judge calls per second through ``url`` at concurrency 1 and 4; client overhead (s, share)."""
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     rates: dict[str, float] = {}
     overhead = share = 0.0

@@ -56,7 +56,7 @@ def main() -> int:
     from evenhand.decoding.engines.vllm_engine import EngineSettings, VllmEngine
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     half = args.limit // 2
 

@@ -52,7 +52,7 @@ def controlled(n: int) -> tuple[list[list[str]], list[str]] | None:
 
 
 def lm_scorers(engine: str, name: str, model=None, tok=None) -> dict:  # noqa: ANN001
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     out = {}
     for scorer in ("lm-pmi", "lm-likelihood", "fluency"):
@@ -97,8 +97,8 @@ def fair_beam(engine, model, tok, n: int, tokens: int) -> None:  # noqa: ANN001
     from evenhand.decoding.engines.transformers import encode_prompts
     from evenhand.decoding.engines.vllm_engine import VllmNextToken
     from evenhand.decoding.generate import generate
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     path = SHARED / "perspectivesumm" / "amazon_gold.json"
     if not path.exists():
@@ -171,8 +171,8 @@ def through_server(url: str, model, tok, n: int, tokens: int, data, concurrency:
     from evenhand.decoding.engines.http import ServerClient, ServerConfig
     from evenhand.decoding.engines.server import ServerEngine
     from evenhand.decoding.generate import generate
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     print(f"\n4. through the vLLM server {url} (max concurrency {concurrency})")
     path = SHARED / "perspectivesumm" / "amazon_gold.json"

@@ -29,7 +29,7 @@ def main() -> None:
     from evenhand.decoding.models import load_generator, tiny_model
     from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
     from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     torch.set_num_threads(1)  # shared CPU: more threads spin-wait
     model, tok = tiny_model() if args.model == "tiny" else load_generator(device="cpu")

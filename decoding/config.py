@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from .processors.group_vocab import parse_fairness
 from .prompts.templates import KIND_CHOICES, check_kind
 
@@ -54,9 +55,9 @@ class DecodingSettings:
         """Raise ValueError (a DataError) naming the field for a bad decoding setting.
 
         Every count is an int within a sane upper bound and every float finite
-        (``evaluation.checks``): NaN and inf never reach ``model.generate``.
+        (``evaluation.data.checks``): NaN and inf never reach ``model.generate``.
         """
-        from ..evaluation.checks import MAX_DERIVED_SEED, check_count, check_number
+        from ..evaluation.data.checks import MAX_DERIVED_SEED, check_count, check_number
 
         check_count(self.max_new_tokens, "max_new_tokens")
         check_count(self.num_beams, "num_beams")
@@ -160,7 +161,7 @@ class AbstractivenessSettings:
 
     def check(self) -> None:
         """Raise ValueError for a non-positive h or for both h's set."""
-        from ..evaluation.checks import check_number
+        from ..evaluation.data.checks import check_number
 
         for name in ("abstractiveness", "extractiveness"):
             value = check_number(getattr(self, name), name, low=0, low_open=True, high=1e6, none_ok=True)
@@ -218,7 +219,7 @@ class FairnessSettings:
     def check(self) -> None:
         """Normalize ``fairness``; raise ValueError for bad or contradictory fairness settings."""
         self.fairness = parse_fairness(self.fairness)
-        from ..evaluation.checks import check_count, check_number
+        from ..evaluation.data.checks import check_count, check_number
 
         for name in ("fairness_strength", "fair_beam", "fair_meaning"):  # weights of nats: 1000 is absurd
             check_number(getattr(self, name), name, low=0, high=1000)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..evaluation.schema import Example
+from ..evaluation.data.schema import Example
 from .config import GenerateConfig
 from .engines.base import is_engine, refuse_unsupported
 from .processors.builders import ProcessorBuilder

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.outputs import content_digest
+from ..evaluation.io.digests import content_digest
 
 SMOLLM2 = "smollm2-135m-instruct"
 MINILM = "all-minilm-l6-v2"
@@ -227,7 +227,7 @@ def check_local(name_or_path: str, flag: str = "--model", files: tuple[str, ...]
     in well under a second, instead of a hub request and a traceback. Online
     (``--allow-download``) an id passes. Errors name ``flag``.
     """
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise DataError(f"{flag}: give a model alias, folder or HF id, got {name_or_path!r}")
@@ -258,7 +258,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
 
 def _read_head(path: Path, flag: str, size: int) -> bytes:
     """The first ``size`` bytes of a file the model needs; unreadable = DataError naming it and why."""
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     try:
         with path.open("rb") as f:
@@ -272,7 +272,7 @@ def _check_safetensors(path: Path, flag: str) -> None:
     import json
     import struct
 
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     head = _read_head(path, flag, 8)
     size = path.stat().st_size
@@ -297,8 +297,8 @@ def check_model_folder(path: Path, flag: str = "--model", files: tuple[str, ...]
     ``files`` (an AlignScore ``.ckpt``) and when it is readable. Checked before any
     model loads, so "holds no model", "cannot read" and "corrupt" are told apart.
     """
-    from ..evaluation.checks import parse_json
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
+    from ..evaluation.io.parsing import parse_json
 
     if path.is_file():
         if path.suffix.lower() not in files:
@@ -317,7 +317,7 @@ def check_model_folder(path: Path, flag: str = "--model", files: tuple[str, ...]
             f"{flag}: {path} holds no model (no config.json or adapter_config.json); give a folder "
             "written by save_pretrained, an embedded alias or a cached HF id"
         )
-    from ..evaluation.files import read_utf8
+    from ..evaluation.io.utf8 import read_utf8
 
     try:
         text = read_utf8(config)
@@ -348,7 +348,7 @@ def check_device(device: str | None, flag: str = "--device") -> None:
     """
     import re
 
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     if device is None:
         return
@@ -371,7 +371,7 @@ def model_identity(name_or_path: str) -> dict[str, Any]:
 
     An embedded alias: its canonical name and the version of the package that
     ships it. A local folder (model or LoRA adapter): the SHA-256 of its weight
-    and config files (``evaluation.outputs.content_digest``, cached by path +
+    and config files (``evaluation.io.digests.content_digest``, cached by path +
     size + mtime, so cheap after the first call); an adapter adds its base's.
     An HF id: the id.
     """
@@ -446,7 +446,7 @@ def load_generator(
     from .engines.http import is_server_url
 
     if is_server_url(name_or_path):
-        from ..evaluation.schema import DataError
+        from ..evaluation.errors import DataError
 
         raise DataError(
             f"`model` {name_or_path!r} is a server URL, but this step runs the model in-process "

@@ -2,7 +2,7 @@
 
 Packages use it so that importing them does not import torch or transformers::
 
-    __getattr__, __dir__ = lazy_attributes(__name__, {"generate": "evenhand.decoding.generate"})
+    __getattr__, __dir__ = lazy_attributes(__name__, {"mint": "evenhand.evaluation.metrics.mint"})
 """
 
 from __future__ import annotations

@@ -27,18 +27,18 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; _PUBLIC serves the same na
     from evenhand.decoding.processors.abstractiveness import (
         AbstractivenessProcessor as AbstractivenessProcessor,
     )
-    from evenhand.evaluation.calibration import Calibration as Calibration
-    from evenhand.evaluation.fragments import fragment_scores as fragment_scores
-    from evenhand.evaluation.loaders import load_examples as load_examples
-    from evenhand.evaluation.mint import mint as mint
-    from evenhand.evaluation.registry import available as available
-    from evenhand.evaluation.registry import get_scorer as get_scorer
-    from evenhand.evaluation.registry import register as register
-    from evenhand.evaluation.schema import DataError as DataError
-    from evenhand.evaluation.schema import Document as Document
-    from evenhand.evaluation.schema import Example as Example
-    from evenhand.evaluation.scorer import Scorer as Scorer
-    from evenhand.evaluation.scorer import ScorerConfig as ScorerConfig
+    from evenhand.evaluation.data.loaders import load_examples as load_examples
+    from evenhand.evaluation.data.schema import Document as Document
+    from evenhand.evaluation.data.schema import Example as Example
+    from evenhand.evaluation.errors import DataError as DataError
+    from evenhand.evaluation.metrics.fragments import fragment_scores as fragment_scores
+    from evenhand.evaluation.metrics.mint import mint as mint
+    from evenhand.evaluation.scoring.calibration import Calibration as Calibration
+    from evenhand.evaluation.scoring.registry import available as available
+    from evenhand.evaluation.scoring.registry import get_scorer as get_scorer
+    from evenhand.evaluation.scoring.registry import register as register
+    from evenhand.evaluation.scoring.scorer import Scorer as Scorer
+    from evenhand.evaluation.scoring.scorer import ScorerConfig as ScorerConfig
     from evenhand.rerank.reranker import RerankConfig as RerankConfig
     from evenhand.rerank.reranker import Reranker as Reranker
     from evenhand.training.config import DPORRConfig as DPORRConfig
@@ -48,13 +48,13 @@ __version__ = "0.1.0"
 
 #: Public name -> the module that defines it.
 _PUBLIC = {
-    "Example": "evenhand.evaluation.schema",
-    "Document": "evenhand.evaluation.schema",
-    "DataError": "evenhand.evaluation.schema",
-    "load_examples": "evenhand.evaluation.loaders",
-    "mint": "evenhand.evaluation.mint",
-    "fragment_scores": "evenhand.evaluation.fragments",
-    "Calibration": "evenhand.evaluation.calibration",
+    "Example": "evenhand.evaluation.data.schema",
+    "Document": "evenhand.evaluation.data.schema",
+    "DataError": "evenhand.evaluation.errors",
+    "load_examples": "evenhand.evaluation.data.loaders",
+    "mint": "evenhand.evaluation.metrics.mint",
+    "fragment_scores": "evenhand.evaluation.metrics.fragments",
+    "Calibration": "evenhand.evaluation.scoring.calibration",
     "load_generator": "evenhand.decoding.models",
     "GenerateConfig": "evenhand.decoding.config",
     "open_engine": "evenhand.decoding.engines.base",
@@ -62,11 +62,11 @@ _PUBLIC = {
     "AbstractivenessProcessor": "evenhand.decoding.processors.abstractiveness",
     "ServerClient": "evenhand.decoding.engines.http",
     "ServerConfig": "evenhand.decoding.engines.http",
-    "get_scorer": "evenhand.evaluation.registry",
-    "available": "evenhand.evaluation.registry",
-    "register": "evenhand.evaluation.registry",
-    "Scorer": "evenhand.evaluation.scorer",
-    "ScorerConfig": "evenhand.evaluation.scorer",
+    "get_scorer": "evenhand.evaluation.scoring.registry",
+    "available": "evenhand.evaluation.scoring.registry",
+    "register": "evenhand.evaluation.scoring.registry",
+    "Scorer": "evenhand.evaluation.scoring.scorer",
+    "ScorerConfig": "evenhand.evaluation.scoring.scorer",
     "Reranker": "evenhand.rerank.reranker",
     "RerankConfig": "evenhand.rerank.reranker",
     "DPORRConfig": "evenhand.training.config",

@@ -1,6 +1,6 @@
 """Build argparse options from config dataclasses, and configs back from parsed args.
 
-The CLI side of the one config loader (:mod:`evenhand.evaluation.configs`): a
+The CLI side of the one config loader (:mod:`evenhand.evaluation.data.configs`): a
 ``--config`` YAML file of fields sets the defaults, the flags given on the
 command line override them, unknown YAML keys are errors naming the key.
 A ``list[X]`` field is one flag taking a comma-separated value
@@ -40,7 +40,7 @@ def add_dataclass_arguments(
     Defaults are left as None on the parser, so ``config_from_args`` can tell set
     flags from unset ones (unset ones keep the dataclass's own default).
     """
-    from evenhand.evaluation.configs import list_fields
+    from evenhand.evaluation.data.configs import list_fields
 
     hints = typing.get_type_hints(cls)
     lists = list_fields(cls)
@@ -56,7 +56,7 @@ def add_dataclass_arguments(
         if f.name in lists:
             help_text = f"{help_text} Comma-separated."
         if f.metadata.get("scorers"):
-            from evenhand.evaluation.registry import described
+            from evenhand.evaluation.scoring.registry import described
 
             help_text = f"{help_text} Available: {described()}."
         help_text = f"{help_text} (default: {default})" if default is not None else help_text
@@ -86,8 +86,8 @@ def config_from_args(
     contradictory option), becomes a ``DataError``, which the CLI prints as
     one line and exits with status 2.
     """
-    from evenhand.evaluation.configs import load_config
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.data.configs import load_config
+    from evenhand.evaluation.errors import DataError
 
     values = {
         f.name: getattr(args, f.name)
@@ -140,8 +140,8 @@ def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: st
 
 def load_limited(path: str, limit: int | None) -> list[Any]:
     """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.errors import DataError
 
     if limit is not None and limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {limit}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from evenhand.decoding.models import VERBOSE_ENV, verbose_env
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
         return 2
     except OSError as err:
-        from evenhand.evaluation.outputs import WRITE_ERRNOS
+        from evenhand.evaluation.io.output_checks import WRITE_ERRNOS
 
         if err.errno not in WRITE_ERRNOS:
             raise

@@ -45,9 +45,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.configs import coerce_lists
-from evenhand.evaluation.loaders import load_jsonl
-from evenhand.evaluation.schema import DataError, Example
+from evenhand.evaluation.data.configs import coerce_lists
+from evenhand.evaluation.data.loaders import load_jsonl
+from evenhand.evaluation.data.schema import Example
+from evenhand.evaluation.errors import DataError
 from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
 
@@ -116,7 +117,7 @@ def rouge_l_f1(summary: str, references: list[str]) -> float:
 
 def independent_checks(example: Example, summary: str) -> dict[str, float]:
     """The checks that play no part in selection (see CHECKS)."""
-    from evenhand.evaluation.report import Scored, evaluate
+    from evenhand.evaluation.scoring.report import Scored, evaluate
 
     row = evaluate([Scored(example.id, example, summary)], ["mint", "fairsumm"]).rows[0]
     return {
@@ -279,8 +280,9 @@ def check_demo_outputs(out: str) -> Path:
     (its header starts with :data:`DEMO_CSV_HEADER`); any other file there is
     refused, never overwritten.
     """
-    from evenhand.evaluation.outputs import check_output_path, lock_path
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_path
 
     check_output_path(out, "--out")
     csv_path = _csv_path(out)
@@ -307,7 +309,7 @@ def run_demo(args: argparse.Namespace) -> int:
     """
     if not args.out:
         return _run_demo(args)
-    from evenhand.evaluation.outputs import output_lock
+    from evenhand.evaluation.io.locks import output_lock
 
     check_demo_outputs(args.out)
     with output_lock(args.out, "--out"):
@@ -318,11 +320,12 @@ def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import check_local
-    from evenhand.evaluation.checks import check_count, check_seed
-    from evenhand.evaluation.jsonl import write_csv, write_jsonl
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.checks import check_count, check_seed
+    from evenhand.evaluation.io.csv_file import write_csv
+    from evenhand.evaluation.io.jsonl import write_jsonl
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import build_floor_scorers
-    from evenhand.rerank.scorer import share_model
+    from evenhand.rerank.sharing import share_model
 
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)

@@ -5,8 +5,8 @@
 [0.5]
 """
 
-from ..evaluation.registry import available, get_scorer, register, scorer_class
-from ..evaluation.scorer import Scorer, ScorerConfig, Source, as_example
+from ..evaluation.scoring.registry import available, get_scorer, register, scorer_class
+from ..evaluation.scoring.scorer import Scorer, ScorerConfig, Source, as_example
 from .reranker import RECIPES, RerankConfig, Reranker, select_best
 
 __all__ = [

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.scorer import ScorerConfig
+from ..evaluation.scoring.scorer import ScorerConfig
 
 FALLBACK_NAME = "alignscore-minilm-fallback"
 FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
@@ -115,7 +115,7 @@ def read_state_dict(path: str | Path) -> dict[str, Any]:
 
         import torch
 
-        from ..evaluation.schema import DataError
+        from ..evaluation.errors import DataError
 
         with path.open("rb") as f:
             magic = f.read(4)
@@ -142,7 +142,7 @@ def read_state_dict(path: str | Path) -> dict[str, Any]:
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
-        from ..evaluation.schema import DataError
+        from ..evaluation.errors import DataError
 
         raise DataError(f"{path}: expected a dict of tensors, got {type(state).__name__}")
     return state

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from ..decoding.engines.http import ServerClient, ServerConfig, is_server_url
-from ..evaluation.schema import DataError
-from ..evaluation.scorer import Scorer, ScorerConfig
+from ..evaluation.errors import DataError
+from ..evaluation.scoring.scorer import Scorer, ScorerConfig
 
 
 def logits_after_prefix(
@@ -378,7 +378,7 @@ class LmBackedScorer(Scorer[LmBackedConfigT]):
         or id it serves (``/v1/models`` root) and, when that folder is here too, its digest."""
         if not self.reads_server_prompts():
             return super()._model_content()
-        from ..evaluation.outputs import content_digest
+        from ..evaluation.io.digests import content_digest
 
         assert self.server is not None
         root = str(self.server.model_entry().get("root") or self.server.model)

@@ -27,7 +27,7 @@ incoherent samples out, ``calibrated:coverage`` keeps out a candidate that is
 kept summary is never worse than plain beam search by more than the margins.
 Each candidate records its floor scores and ``eligible``. One JSONL record per example holds
 all candidates and their scores; the file is appended per example and resumed
-on restart (``evenhand.evaluation.jsonl.ResumableJsonl``).
+on restart (``evenhand.evaluation.io.resumable.ResumableJsonl``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.configs import coerce_lists
-from ..evaluation.jsonl import ResumableJsonl
-from ..evaluation.lists import split_list
-from ..evaluation.schema import Example
-from ..evaluation.scorer import Scorer
+from ..evaluation.data.configs import coerce_lists
+from ..evaluation.data.lists import split_list
+from ..evaluation.data.schema import Example
+from ..evaluation.io.resumable import ResumableJsonl
+from ..evaluation.scoring.scorer import Scorer
 
 #: The paper's three samplers: GenerateConfig fields each one sets.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -105,7 +105,7 @@ class RerankConfig:
     )
 
     def __post_init__(self) -> None:
-        from ..evaluation.checks import check_count, check_number, check_seed
+        from ..evaluation.data.checks import check_count, check_number, check_seed
 
         coerce_lists(self)
         check_count(self.candidates, "candidates")
@@ -263,7 +263,7 @@ def build_floor_scorers(
     options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Scorer]:
     """The scorers behind ``floors``: the selection scorer's own component where it has one."""
-    from ..evaluation.registry import get_scorer
+    from ..evaluation.scoring.registry import get_scorer
 
     components = getattr(scorer, "components", {})
     options = options or {}

@@ -11,7 +11,7 @@ text, stripped of whitespace, is d ("4" and " 4" both count), and
 
     score = sum_d d * p(d) / sum_d p(d),   d in {1..5}
 
-as in-process (``llm_judge.expected_digit``); ``digit_mass`` is sum_d p(d)
+as in-process (``judge_scores.expected_digit``); ``digit_mass`` is sum_d p(d)
 over the listed tokens (a lower bound of the in-process value, which sums over
 the whole vocabulary). **Fallback**: when the server returns no log-probs, or
 none of the 20 listed tokens is a digit 1-5, the reply text is parsed as in
@@ -32,7 +32,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..decoding.engines.http import ServerClient
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
+from .judge_scores import expected_digit, parse_score
 
 #: Top log-probs asked for per position (the OpenAI API's maximum, vLLM's default limit).
 TOP_LOGPROBS = 20
@@ -95,8 +97,6 @@ def digit_probs(top: Sequence[tuple[str, float]]) -> list[float]:
 
 def read_judgement(response: dict[str, Any], mode: str, judge: str) -> dict[str, Any]:
     """The judge record of one response: ``score``, ``argmax``, ``digit_mass``, ``judge`` (+ ``reply``)."""
-    from .scorers.llm_judge import expected_digit, parse_score
-
     try:
         reply = str(response["choices"][0]["message"]["content"] or "").strip()
     except (KeyError, IndexError, TypeError):

@@ -41,8 +41,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "theflipside" /
 
 def single_document_examples(path: Path, limit: int) -> list:
     """The first ``limit`` records as one-document examples of their target article."""
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.data.schema import Document, Example
 
     return [
         Example(id=ex.id, documents=[Document(ex.meta["document"])], meta=ex.meta)
@@ -58,9 +58,10 @@ def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.fragments import fragment_scores
-    from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl
-    from evenhand.evaluation.mint import mint
+    from evenhand.evaluation.io.jsonl import read_jsonl
+    from evenhand.evaluation.io.resumable import ResumableJsonl
+    from evenhand.evaluation.metrics.fragments import fragment_scores
+    from evenhand.evaluation.metrics.mint import mint
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -159,8 +159,8 @@ def share_zero_shot(out: Path, config: Any) -> None:
 
 def load_split(experiment: ExperimentConfig, config: Any, out: Path) -> tuple[list, list]:
     """Truncated examples split by ``split_key``; the split is written to ``OUT/split.json``."""
-    from evenhand.evaluation.jsonl import write_json
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.io.json_file import write_json
     from evenhand.training.experiment import check_split, truncate_words
     from evenhand.training.loop import split_dev
 
@@ -226,8 +226,9 @@ def systems_of(out: Path) -> dict[str, Path]:
 
 def evaluate_systems(out: Path, systems: dict[str, Path], dev: list) -> dict[str, list[dict]]:
     """``OUT/eval/SYSTEM.jsonl|csv`` per system (skipped when present); system -> rows."""
-    from evenhand.evaluation.jsonl import read_jsonl, write_csv, write_jsonl
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.io.csv_file import write_csv
+    from evenhand.evaluation.io.jsonl import read_jsonl, write_jsonl
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.training.experiment import evaluate_summaries
 
     rows: dict[str, list[dict]] = {}
@@ -284,7 +285,9 @@ def write_store(out: Path, rows: dict[str, list[dict]], experiment: ExperimentCo
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evenhand.evaluation.jsonl import atomic_open, write_csv, write_jsonl
+    from evenhand.evaluation.io.atomic import atomic_open
+    from evenhand.evaluation.io.csv_file import write_csv
+    from evenhand.evaluation.io.jsonl import write_jsonl
     from evenhand.training import train_dpo_rr
     from evenhand.training.experiment import (
         CHECKS,

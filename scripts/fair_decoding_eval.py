@@ -101,7 +101,7 @@ class Metrics:
     """The registered metrics behind :data:`COLUMNS` (built once; MiniLM loaded once)."""
 
     def __init__(self, device: str = "cpu") -> None:
-        from evenhand.evaluation.registry import get_scorer
+        from evenhand.evaluation.scoring.registry import get_scorer
 
         self.scorers: dict[str, Any] = {}
         for name, options, _ in COLUMNS.values():
@@ -114,7 +114,7 @@ class Metrics:
         """Per example: the COLUMNS (EC NaN when undefined), MINT and ROUGE-L (best gold, x100)."""
         from rouge_score import rouge_scorer
 
-        from evenhand.evaluation.mint import mint
+        from evenhand.evaluation.metrics.mint import mint
 
         details = {key: scorer.score_details(examples, summaries) for key, scorer in self.scorers.items()}
         rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
@@ -145,7 +145,7 @@ def score(examples: list[Any], summaries: list[str], metrics: Metrics) -> dict[s
 
 def write_csv(path: Path, results: dict[str, dict[str, Any]]) -> None:
     """One row per data/setting, written atomically."""
-    from evenhand.evaluation.jsonl import write_csv as write_rows
+    from evenhand.evaluation.io.csv_file import write_csv as write_rows
 
     rows = []
     for key, row in results.items():
@@ -180,8 +180,8 @@ def main() -> None:
     import torch
 
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.lists import split_list
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.lists import split_list
+    from evenhand.evaluation.data.loaders import load_examples
 
     # one thread: on a shared, oversubscribed CPU two OpenMP threads spin-wait (6x the CPU time)
     torch.set_num_threads(args.threads)

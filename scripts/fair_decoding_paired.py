@@ -33,9 +33,9 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from fair_decoding_eval import DATA, Metrics
 
-    from evenhand.evaluation.bootstrap import percentile_interval
-    from evenhand.evaluation.lists import split_list
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.lists import split_list
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.metrics.bootstrap import percentile_interval
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}

@@ -31,9 +31,9 @@ def main() -> int:
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import ResumableJsonl
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.io.resumable import ResumableJsonl
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker
 
     examples = load_examples(args.data)[: args.limit]

@@ -11,10 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import LogitsProcessor
 
-from evenhand.decoding import AbstractivenessProcessor, fragment_penalties
 from evenhand.decoding.config import GenerateConfig
 from evenhand.decoding.generate import generate
-from evenhand.decoding.processors.abstractiveness import fragment_increment, log_lambda
+from evenhand.decoding.processors.abstractiveness import (
+    AbstractivenessProcessor,
+    fragment_increment,
+    fragment_penalties,
+    log_lambda,
+)
 from evenhand.decoding.processors.builders import (
     PromptBatch,
     abstractiveness_builder,
@@ -22,7 +26,7 @@ from evenhand.decoding.processors.builders import (
     source_token_ids,
 )
 from evenhand.decoding.prompts.source_tokens import prompt_source_ids
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 # The authors' tests use f(x) = x**2 / c**2 with c = 1, i.e. ln2 * x**2 / h**2 with h = sqrt(ln2).
 H_AUTHORS = math.sqrt(math.log(2))

@@ -1251,7 +1251,7 @@ def test_prompt_too_long_is_one_clean_line_after_the_load(work2, model_dir, caps
 
 def test_csv_with_a_byte_order_mark_reads_like_one_without(tmp_path):
     """A spreadsheet's UTF-8 CSV starts with a BOM; the first column is still `example_id`."""
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     text = "example_id,text,group\na,Great food.,pos\na,Slow service.,neg\nb,Nice rooms.,pos\n"
     (tmp_path / "plain.csv").write_text(text, encoding="utf-8")
@@ -1266,8 +1266,8 @@ def test_csv_with_a_byte_order_mark_reads_like_one_without(tmp_path):
 
 def test_a_billion_laughs_yaml_is_refused_before_it_expands(tmp_path):
     """The 1 KB file would expand to 9**9 strings; the alias check reads only its events."""
-    from evenhand.evaluation.checks import safe_yaml
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.parsing import safe_yaml
 
     assert len(LAUGHS) < 1024
     with pytest.raises(DataError, match=r"laughs.yaml:1: YAML anchors and aliases"):
@@ -1302,8 +1302,8 @@ def test_unreadable_weights_are_reported_as_unreadable(work, model_dir, capsys, 
 
 def test_json_files_with_a_byte_order_mark_read_like_ones_without(tmp_path):
     """Editors that save "UTF-8 with BOM": JSONL, FairSumm JSON and YAML read the same."""
-    from evenhand.evaluation.configs import read_yaml_mapping
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.configs import read_yaml_mapping
+    from evenhand.evaluation.data.loaders import load_examples
 
     (tmp_path / "bom.jsonl").write_text("\ufeff" + VALID, encoding="utf-8")
     (tmp_path / "bom_gold.json").write_text("\ufeff" + _fairsumm(_fs()), encoding="utf-8")

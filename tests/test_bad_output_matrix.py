@@ -181,7 +181,7 @@ def test_bad_output_exits_2_with_one_line_and_changes_nothing(
     argv = [a.format(w=work, m=model_dir, o=bad if kind == "under-file" else out) for a in argv_template]
     holder = None
     if kind == "locked":
-        from evenhand.evaluation.outputs import output_lock
+        from evenhand.evaluation.io.locks import output_lock
 
         holder = output_lock(out)
         holder.__enter__()
@@ -290,7 +290,7 @@ def test_a_bad_score_cache_file_is_refused(tmp_path, model_dir, capsys, command,
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_an_unwritable_output_folder_is_refused_before_any_work(tmp_path, model_dir, capsys, monkeypatch, command):
     """Permissions as a non-root user sees them (tests may run as root): ``os.access`` denies the folder."""
-    import evenhand.evaluation.outputs as outputs
+    import evenhand.evaluation.io.output_checks as outputs
 
     work = make_inputs(tmp_path)
     if command == "report":

@@ -20,7 +20,7 @@ from evenhand.decoding.beam.step_loop import (
     candidate_processors,
 )
 from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 EXAMPLES = [
     Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")]),

@@ -117,7 +117,7 @@ def test_demo_table_and_csv(tmp_path):
     import csv
 
     from evenhand.demo import format_scores, format_table, table_rows
-    from evenhand.evaluation.jsonl import write_csv
+    from evenhand.evaluation.io.csv_file import write_csv
 
     def side(sel, rouge, uer):
         return {"selection": {"alignscore": sel, "composite": sel},

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evenhand.cli import main
-from evenhand.evaluation.configs import as_list, list_fields, load_config
+from evenhand.evaluation.data.configs import as_list, list_fields, load_config
 from evenhand.rerank.reranker import RerankConfig
 from evenhand.rerank.scorers.composite import CompositeConfig
 from evenhand.training.config import DPORRConfig

@@ -26,7 +26,8 @@ from evenhand.decoding.engines.base import (
     unregister_engine,
 )
 from evenhand.decoding.generate import generate
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
 EXAMPLES = [
@@ -159,7 +160,7 @@ def test_one_prompt_builder_names_file_and_line_past_the_context(tokenizer):
     file:line (the vLLM engines' error lost it before)."""
     from evenhand.decoding.prompts.plan import plan_prompts, prompt_token_ids
     from evenhand.decoding.prompts.templates import build_prompt, chat_prompt
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     [ex] = load_examples(DEMO)[:1]
     [plan] = plan_prompts([ex], GenerateConfig())

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import shared_file
 
-from evenhand.evaluation.calibration import (
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.scoring.calibration import (
     Calibration,
     _transform,
     cross_validate,
@@ -17,7 +18,6 @@ from evenhand.evaluation.calibration import (
     fold_of_groups,
     ridge,
 )
-from evenhand.evaluation.schema import DataError
 
 
 def test_ridge_matches_hand_computed_values() -> None:
@@ -121,7 +121,7 @@ def _annotated(path: Path) -> Path:
 
 def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, capsys) -> None:
     from evenhand.cli import main
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     data = _annotated(tmp_path / "human.jsonl")
     out = tmp_path / "cal.json"
@@ -178,7 +178,7 @@ def test_calibrate_rejects_bad_flags_before_touching_files(tmp_path: Path, capsy
 
 
 def test_annotated_jsonl_errors_name_line_and_field(tmp_path: Path) -> None:
-    from evenhand.evaluation.meta_eval import load_annotated
+    from evenhand.evaluation.metrics.meta_eval import load_annotated
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"source": "a b", "summary": "a", "coverage": 1}\n{"source": "a b", "summary": "b"}\n')
@@ -199,7 +199,7 @@ def test_shipped_calibrations_load_and_name_their_components() -> None:
 
 
 def test_dev_half_loads_as_annotated_data() -> None:
-    from evenhand.evaluation.meta_eval import load_annotated
+    from evenhand.evaluation.metrics.meta_eval import load_annotated
 
     data = load_annotated(shared_file("perspective_metric_eval/controlled_summaries_dev.json"))
     assert len(data) == 186 and len(data.sources) == 25

@@ -7,9 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evenhand.evaluation.corpus import PairCorpus, fragment_scores_corpus, mint_corpus
-from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens
-from evenhand.evaluation.mint import mint, mint_batch, mint_tokens
+from evenhand.evaluation.metrics.corpus import (
+    PairCorpus,
+    fragment_scores_corpus,
+    mint_batch,
+    mint_corpus,
+)
+from evenhand.evaluation.metrics.fragments import fragment_scores, fragment_scores_tokens
+from evenhand.evaluation.metrics.mint import mint, mint_tokens
 from tests.conftest import shared_file
 
 

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evenhand.evaluation.coverage import (
+from evenhand.evaluation.metrics.coverage import (
     coverage_parity,
     coverage_significance,
     document_coverage,

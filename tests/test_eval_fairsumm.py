@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evenhand.evaluation.fairsumm import (
+from evenhand.evaluation.metrics.fairsumm import (
     auc,
     corpus_fairness,
     kept_values,
@@ -12,8 +12,8 @@ from evenhand.evaluation.fairsumm import (
     similarity_target,
     source_counts,
 )
-from evenhand.evaluation.fairsumm_text import content_tokens, word_tokenize
-from evenhand.evaluation.text import fairsumm_tokens
+from evenhand.evaluation.text.fairsumm_words import content_tokens, word_tokenize
+from evenhand.evaluation.text.tokens import fairsumm_tokens
 
 # Computed with the authors' code (issue 3).
 AUTHOR_VECTORS = [
@@ -189,7 +189,7 @@ def test_auc_equals_the_per_cutoff_definition(source, target, cumulative):
         source[0] = 1
     import numpy as np
 
-    from evenhand.evaluation.fairsumm import GRID
+    from evenhand.evaluation.metrics.fairsumm import GRID
 
     flags = [sample_fairness(source, target, cutoff=c, cumulative=cumulative).unfair for c in GRID]
     assert auc(source, target, cumulative=cumulative) == float(np.trapezoid(np.asarray(flags, float), GRID))

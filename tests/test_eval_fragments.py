@@ -2,8 +2,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evenhand.evaluation.factuality import factuality_at, mint_adjusted_factuality
-from evenhand.evaluation.fragments import fragment_scores, fragment_scores_tokens, greedy_fragments
+from evenhand.evaluation.metrics.factuality import factuality_at, mint_adjusted_factuality
+from evenhand.evaluation.metrics.fragments import (
+    fragment_scores,
+    fragment_scores_tokens,
+    greedy_fragments,
+)
 
 
 def reference_greedy(article, summary):

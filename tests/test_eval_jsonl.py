@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from evenhand.evaluation.jsonl import atomic_open, read_jsonl, write_csv, write_json, write_jsonl
+from evenhand.evaluation.io.atomic import atomic_open
+from evenhand.evaluation.io.csv_file import write_csv
+from evenhand.evaluation.io.json_file import write_json
+from evenhand.evaluation.io.jsonl import read_jsonl, write_jsonl
 
 
 def test_writers_round_trip_and_leave_no_temporary_file(tmp_path):

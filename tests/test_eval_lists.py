@@ -2,7 +2,7 @@
 
 import pytest
 
-from evenhand.evaluation.lists import split_list
+from evenhand.evaluation.data.lists import split_list
 
 
 def test_strings_and_lists_give_the_same_stripped_items():

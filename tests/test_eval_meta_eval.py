@@ -7,8 +7,8 @@ import pytest
 from conftest import write_controlled
 
 from evenhand.cli import build_parser, main
-from evenhand.evaluation.meta_eval import load_controlled, meta_evaluate
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.metrics.meta_eval import load_controlled, meta_evaluate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CONTROLLED = DATA / "perspective_metric_eval" / "controlled_summaries_dev.json"
@@ -68,7 +68,7 @@ def test_meta_eval_command_writes_and_resumes(tmp_path, capsys):
 def test_rouge_l_recall_tracks_coverage_on_the_shared_set():
     if not CONTROLLED.exists():
         pytest.skip(f"shared data not found at {CONTROLLED}")
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     data = load_controlled(CONTROLLED)
     sources = [data.sources[i] for i in data.source_index]
@@ -80,8 +80,8 @@ def test_rouge_l_recall_tracks_coverage_on_the_shared_set():
 
 def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
     from evenhand.decoding.models import tiny_model
-    from evenhand.evaluation.jsonl import write_examples
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.loaders import write_examples
+    from evenhand.evaluation.data.schema import Document, Example
 
     model, tok = tiny_model("causal", seed=0)
     model.save_pretrained(tmp_path / "tiny")

@@ -3,8 +3,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evenhand.evaluation import mint, mint_tokens
-from evenhand.evaluation.lcs import lcs_length, lcs_length_dp, token_ids
-from evenhand.evaluation.mint import mean_mint, mint_batch, ngram_match_counts, smooth_counts
+from evenhand.evaluation.metrics.corpus import mint_batch
+from evenhand.evaluation.metrics.lcs import lcs_length, lcs_length_dp, token_ids
+from evenhand.evaluation.metrics.mint import mean_mint, ngram_match_counts, smooth_counts
 
 SOURCE = "The Supreme Court Thursday reserved its decision on a batch of pleas that have raised questions"
 CLOSE = "The Supreme Court Thursday reserved its verdict on a batch of pleas which have raised questions"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from evenhand.evaluation.ranking import (
+from evenhand.evaluation.metrics.ranking import (
     bradley_terry,
     fit_bradley_terry,
     pairwise_winrate,

@@ -5,8 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evenhand.cli import main
-from evenhand.evaluation.registry import UnknownScorerError, available, get_scorer, register
-from evenhand.evaluation.report import (
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.scoring.registry import UnknownScorerError, available, get_scorer, register
+from evenhand.evaluation.scoring.report import (
     Scored,
     evaluate,
     format_corpus,
@@ -15,9 +17,8 @@ from evenhand.evaluation.report import (
     table_paths,
     write_tables,
 )
-from evenhand.evaluation.schema import DataError, Document, Example
-from evenhand.evaluation.scorer import MetricScorer
-from evenhand.evaluation.scorers.abstractiveness import fragments_row, mint_row
+from evenhand.evaluation.scoring.scorer import MetricScorer
+from evenhand.evaluation.scoring.scorers.abstractiveness import fragments_row, mint_row
 from tests.conftest import shared_file
 
 
@@ -166,7 +167,7 @@ def test_fairsumm_gold_regression():
     The default equals the authors' eval.py (BUR 70, 70, 65 % over the three golds,
     tests/test_fairsumm_authors.py); text=evenhand keeps the earlier 63.33, 68.33, 63.33 %.
     """
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     examples = load_examples(shared_file("perspectivesumm/amazon_gold.json"))
     report = evaluate(select_summaries(examples, "references:all"), ["fairsumm"])
@@ -202,8 +203,8 @@ def test_fairsumm_invariant_to_document_order(order):
 
 def test_mint_and_fragments_blocks_equal_one_by_one(monkeypatch):
     """The corpus path (score_many, blocks of items) gives the rows `score` gives item by item."""
-    from evenhand.evaluation import report as report_module
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring import report as report_module
 
     examples = load_examples(shared_file("perspectivesumm/yelp_gold.json"))[:20]
     items = select_summaries(examples, "references:all")

@@ -1,4 +1,4 @@
-from evenhand.evaluation.text import (
+from evenhand.evaluation.text.tokens import (
     FAIRSUMM_FILTER_WORDS,
     NLTK_ENGLISH_STOP_WORDS,
     lemma,

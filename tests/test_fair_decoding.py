@@ -14,7 +14,8 @@ from evenhand.decoding.generate import generate
 from evenhand.decoding.processors.group_coverage import GroupCoverageProcessor
 from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab, parse_fairness
 from evenhand.decoding.prompts.templates import build_prompt
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 # pos: great, battery (N=2); neg: awful, battery, died (N=3); prior π = (0.4, 0.6).
 # Specificity with λ = 1: great → pos (1.4/2 − 0.4)/0.6 = 0.5; battery → pos
@@ -69,7 +70,7 @@ def test_group_vocab_hand_values(tok):
 
 def test_group_vocab_first_pieces_contractions_and_no_content(tok):
     from evenhand.decoding.processors.group_vocab import first_pieces, key_index
-    from evenhand.evaluation.text import normalize_word
+    from evenhand.evaluation.text.tokens import normalize_word
 
     # " unbelievable" is " unbelie" + "vable": the first piece stands for the word;
     # "don" is a stop word, digits and "!" are no words, one-piece words are left out
@@ -87,7 +88,7 @@ def test_group_vocab_first_pieces_contractions_and_no_content(tok):
 def test_decoder_counts_equal_fairsumm_ngram_target(tok):
     """Counting generated tokens with the map gives FairSumm's N-gram target counts."""
     from evenhand.decoding.processors.group_coverage import group_counts
-    from evenhand.evaluation.fairsumm import ngram_target_counts, source_counts
+    from evenhand.evaluation.metrics.fairsumm import ngram_target_counts, source_counts
 
     ex = Example(
         "m",

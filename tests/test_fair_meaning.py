@@ -12,7 +12,7 @@ from evenhand.decoding.beam.objective import FairBeamSettings
 from evenhand.decoding.config import GenerateConfig
 from evenhand.decoding.generate import generate
 from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 from tests.test_fair_decoding import FixedNextToken, beam_kwargs
 
 EXAMPLE = Example("e1", [Document("great battery", "pos"), Document("awful battery died", "neg")])

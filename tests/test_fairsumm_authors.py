@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from evenhand.evaluation.fairsumm import ngram_target, sample_fairness
-from evenhand.evaluation.fairsumm_text import (
+from evenhand.evaluation.data.loaders import load_examples
+from evenhand.evaluation.metrics.fairsumm import ngram_target, sample_fairness
+from evenhand.evaluation.scoring.registry import get_scorer
+from evenhand.evaluation.scoring.scorers.fairsumm import source_profile
+from evenhand.evaluation.text.fairsumm_words import (
     EXTRA_FILTER_WORDS,
     content_tokens,
     filter_words,
@@ -22,9 +25,6 @@ from evenhand.evaluation.fairsumm_text import (
     normalize,
     word_tokenize,
 )
-from evenhand.evaluation.loaders import load_examples
-from evenhand.evaluation.registry import get_scorer
-from evenhand.evaluation.scorers.fairsumm import source_profile
 from tests.conftest import shared_file
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "fairsumm_authors_reference.json").read_text())
@@ -107,7 +107,7 @@ def test_evaluate_references_all_cli(tmp_path):
 
 
 def test_text_evenhand_keeps_the_earlier_pipeline():
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     ex = Example(id="e", documents=[Document("Great shoes, great fit.", "pos"), Document("Bad shoes.", "neg")])
     summary = "Great shoes but a bad price."
@@ -122,7 +122,7 @@ def test_text_evenhand_keeps_the_earlier_pipeline():
 
 
 def test_skip_empty_leaves_empty_summaries_out_of_the_corpus():
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     ex = Example(id="e", documents=[Document("Great shoes.", "pos"), Document("Awful shoes.", "neg")])
     scorer = get_scorer("fairsumm")
@@ -153,7 +153,7 @@ def test_shipped_tables_hand_values():
 def test_treebank_steps_equal_nltks_tokenizer(gold_sets):
     from nltk.tokenize import NLTKWordTokenizer
 
-    from evenhand.evaluation.fairsumm_text import _sentence_tokenizer, _treebank
+    from evenhand.evaluation.text.fairsumm_words import _sentence_tokenizer, _treebank
 
     nltk_tokenize = NLTKWordTokenizer().tokenize
     fast = _treebank()

@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from evenhand.evaluation.fairsumm import (
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.metrics.fairsumm import (
     corpus_fairness,
     greedy_precision,
     rescale,
     sample_fairness,
     source_counts,
 )
-from evenhand.evaluation.registry import get_scorer
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.scoring.registry import get_scorer
 
 EX = Example(
     "e1",
@@ -103,7 +103,7 @@ def test_bertscore_sentence_method_averages_per_sentence_softmax():
 
 def test_aggregate_agrees_with_the_ngram_path(tmp_path):
     """Model variants aggregate exactly as fairsumm: corpus BUR/UER/SOF of the same SampleFairness."""
-    from evenhand.evaluation.scorers.fairsumm import distribution_row
+    from evenhand.evaluation.scoring.scorers.fairsumm import distribution_row
 
     targets = [{"5": 0.9, "1": 0.1}, {"5": 0.2, "1": 0.8}, {"5": 0.7, "1": 0.3}]
     counts = {"5": 7, "1": 3}
@@ -222,7 +222,7 @@ def test_bad_config_names_the_field(name, field, value):
 
 
 def test_one_group_is_a_data_error():
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
 
     scorer = get_scorer("fairsumm-bertscore", progress=False)
     with pytest.raises(DataError, match="at least two groups"):

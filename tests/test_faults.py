@@ -23,9 +23,12 @@ import pytest
 from test_reliability import _examples, _kill_when
 
 from evenhand.cli import main
-from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl, write_json
-from evenhand.evaluation.outputs import OutputError, content_digest, lock_path, output_lock
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError, OutputError
+from evenhand.evaluation.io.digests import content_digest
+from evenhand.evaluation.io.json_file import write_json
+from evenhand.evaluation.io.jsonl import read_jsonl
+from evenhand.evaluation.io.locks import lock_path, output_lock
+from evenhand.evaluation.io.resumable import ResumableJsonl
 
 
 def _write_data(path: Path, n: int) -> Path:
@@ -39,7 +42,7 @@ def _sha(path: Path) -> str:
 
 def _hold_lock(out: Path) -> subprocess.Popen:
     """Another process that holds ``out``'s output lock until killed."""
-    code = ("import sys, time\nfrom evenhand.evaluation.outputs import output_lock\n"
+    code = ("import sys, time\nfrom evenhand.evaluation.io.locks import output_lock\n"
             f"with output_lock({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(300)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
@@ -125,7 +128,7 @@ def test_a_lock_held_by_a_killed_process_is_free(tmp_path):
 
 
 def test_the_score_cache_takes_turns_between_writers(tmp_path):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     cache = tmp_path / "cache"
     scorer = get_scorer("lm-likelihood", cache_dir=cache)
@@ -191,7 +194,7 @@ def test_generate_refuses_to_resume_after_the_data_changed(model_dir, tmp_path, 
 
 
 def test_score_cache_is_not_reused_after_weights_changed_in_place(model_dir, tmp_path):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     model = _copy_model(model_dir, tmp_path / "m")
     cache = tmp_path / "cache"

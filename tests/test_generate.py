@@ -8,7 +8,8 @@ from evenhand.decoding.prompts.templates import (
     chat_prompt,
     format_documents,
 )
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 EXAMPLES = [
     Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],

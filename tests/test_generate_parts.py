@@ -19,7 +19,7 @@ from evenhand.decoding.processors.builders import (
     config_builders,
     constraint_builders,
 )
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 EXAMPLES = [
     Example("a", [Document("The soup was cold.", "neg"), Document("Lovely staff.", "pos")],

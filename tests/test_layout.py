@@ -237,7 +237,7 @@ def test_lazy_tables_match_what_type_checkers_see(init: str) -> None:
     ("code", "ok"),
     [
         ("import evenhand.evaluation, evenhand.decoding, evenhand.rerank, evenhand.training", True),
-        ("import evenhand.rerank.scorers; from evenhand.evaluation.mint import mint", True),
+        ("import evenhand.rerank.scorers; from evenhand.evaluation.metrics.mint import mint", True),
         ("import decoding", False),
         ("import evaluation", False),
         ("import rerank", False),
@@ -262,7 +262,7 @@ def test_public_api_resolves_lazily() -> None:
         "assert not missing, missing\n"
         "from evenhand import get_scorer, mint\n"
         "assert get_scorer('rouge-1-recall').score(['a b c d'], ['a b']) == [0.5]\n"
-        "import importlib; assert mint is importlib.import_module('evenhand.evaluation.mint').mint\n"
+        "import importlib; assert mint is importlib.import_module('evenhand.evaluation.metrics.mint').mint\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -272,7 +272,7 @@ def test_extending_guide_runs() -> None:
     """docs/extending.md's Python blocks run as written (their asserts hold)."""
     import re
 
-    from evenhand.evaluation.registry import unregister
+    from evenhand.evaluation.scoring.registry import unregister
 
     text = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
@@ -289,12 +289,15 @@ def test_extending_guide_runs() -> None:
 
 
 def test_every_scorer_module_registers_without_a_list() -> None:
-    from evenhand.evaluation.registry import _REGISTRY, available
+    from evenhand.evaluation.scoring.registry import _REGISTRY, available
 
     available()  # first lookup imports every module of both built-in scorer packages
     registered_from = {cls.__module__ for cls in _REGISTRY.values()}
-    for layer, package in (("rerank", "evenhand.rerank.scorers"), ("evaluation", "evenhand.evaluation.scorers")):
-        files = {f"{package}.{p.stem}" for p in (ROOT / layer / "scorers").glob("*.py")} - {f"{package}.__init__"}
+    for folder, package in (
+        ("rerank/scorers", "evenhand.rerank.scorers"), ("evaluation/scoring/scorers", "evenhand.evaluation.scoring.scorers")
+    ):
+        files = {f"{package}.{p.stem}" for p in (ROOT / folder).glob("*.py")} - {f"{package}.__init__"}
+        assert files, f"no scorer modules in {folder}"
         assert files <= registered_from, f"modules that registered nothing: {files - registered_from}"
     assert {"lm-pmi", "fluency", "calibrated", "rouge-1-recall", "equal-coverage"} <= set(available())
     assert {"mint", "fragments", "fairsumm"} <= set(available())

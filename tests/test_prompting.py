@@ -10,7 +10,7 @@ from evenhand.decoding.prompts.templates import (
     prompt_kind,
     response_prefix,
 )
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 
 
 def _ex(attribute, groups=("a", "b"), **kwargs):

@@ -5,16 +5,16 @@ import json
 import pytest
 
 from evenhand.cli import main
-from evenhand.evaluation.registry import (
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.scoring.registry import (
     UnknownScorerError,
     available,
     get_scorer,
     register,
     unregister,
 )
-from evenhand.evaluation.report import Scored, evaluate
-from evenhand.evaluation.schema import Document, Example
-from evenhand.evaluation.scorer import Scorer
+from evenhand.evaluation.scoring.report import Scored, evaluate
+from evenhand.evaluation.scoring.scorer import Scorer
 
 
 class WordCount(Scorer):
@@ -42,9 +42,9 @@ def example(id_: str) -> Example:
 def test_metrics_and_rerank_scorers_share_one_registry():
     names = set(available())
     assert {"mint", "fragments", "fairsumm", "alignscore", "llm-coverage", "rouge-l-recall"} <= names
-    from evenhand.rerank.registry import available as rerank_available
+    from evenhand.rerank import available as rerank_available
 
-    assert rerank_available() == available()  # the old import path is the same registry
+    assert rerank_available() == available()  # evenhand.rerank's public name is the same registry
     # a metric is a scorer: score(sources, outputs) -> list[float], higher is better
     mint = get_scorer("mint")
     copied, fresh = mint.score(["the cat sat on the mat", "the cat sat on the mat"],

@@ -13,15 +13,10 @@ from pathlib import Path
 import pytest
 
 from evenhand.cli import main
-from evenhand.evaluation.jsonl import (
-    ResumableJsonl,
-    backup_path,
-    escape_cell,
-    manifest_path,
-    read_jsonl,
-    write_csv,
-)
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.io.csv_file import escape_cell, write_csv
+from evenhand.evaluation.io.jsonl import read_jsonl
+from evenhand.evaluation.io.resumable import ResumableJsonl, backup_path, manifest_path
 
 
 def _examples(n: int) -> list[dict]:
@@ -242,7 +237,7 @@ def test_prompt_has_exactly_the_templates_control_tokens(tiny_causal):
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.engines.transformers import encode_prompts
     from evenhand.decoding.prompts.templates import WORD_JOINER
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     model, tok = tiny_causal
     config = GenerateConfig(max_new_tokens=4)
@@ -259,8 +254,8 @@ def test_prompt_has_exactly_the_templates_control_tokens(tiny_causal):
 
 
 def test_judge_and_lm_scorer_summaries_cannot_close_their_turn(tiny_causal):
-    from evenhand.evaluation.schema import Document, Example
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     model, tok = tiny_causal
     judge = get_scorer("llm-coverage", progress=False).use_model(model, tok, "tiny")

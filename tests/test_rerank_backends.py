@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from evenhand.decoding.models import minilm_path
-from evenhand.evaluation.registry import get_scorer
+from evenhand.evaluation.scoring.registry import get_scorer
 from evenhand.rerank.alignment import (
     FALLBACK_NAME,
     AlignScoreCheckpoint,

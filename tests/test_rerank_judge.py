@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from evenhand.decoding.models import tiny_model
-from evenhand.evaluation.registry import get_scorer
-from evenhand.evaluation.schema import Document, Example
-from evenhand.rerank.scorers.llm_judge import expected_digit
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.scoring.registry import get_scorer
+from evenhand.rerank.judge_scores import expected_digit
 
 SOURCE = ["The council approved the budget.", "Critics said taxes will rise."]
 OTHER = "Wages rose last year. Prices rose faster."
@@ -21,7 +21,7 @@ def judge():
 
 
 def _full_probs(judge, source, summary):
-    from evenhand.evaluation.scorer import as_example
+    from evenhand.evaluation.scoring.scorer import as_example
 
     prefix, (suffix,) = judge.prompt_parts(as_example(source), [summary])
     with torch.no_grad():

@@ -10,10 +10,11 @@ from conftest import CONTROLLED_ENTRIES, write_controlled
 from evenhand.cli import main
 from evenhand.decoding.models import tiny_model
 from evenhand.decoding.prompts.templates import DEFAULT_SYSTEM, chat_prompt
-from evenhand.evaluation.registry import get_scorer
-from evenhand.evaluation.schema import Document, Example
-from evenhand.rerank.scorers.lm_likelihood import continuation_logprobs, sentence_of_tokens
-from evenhand.rerank.text import alignscore_chunks
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.scoring.registry import get_scorer
+from evenhand.evaluation.text.sentences import alignscore_chunks
+from evenhand.rerank.lm_prefix import continuation_logprobs
+from evenhand.rerank.scorers.lm_likelihood import sentence_of_tokens
 
 SOURCE = ["The council approved the budget.", "Critics said taxes will rise."]
 SOURCE_TEXT = "The council approved the budget.\n\nCritics said taxes will rise."

@@ -6,8 +6,8 @@ import pytest
 
 from evenhand.decoding.config import GenerateConfig
 from evenhand.decoding.models import tiny_model
-from evenhand.evaluation.schema import Document, Example
-from evenhand.evaluation.scorer import Scorer
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.scoring.scorer import Scorer
 from evenhand.rerank.reranker import RECIPES, RerankConfig, Reranker, select_best
 
 
@@ -138,7 +138,7 @@ def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, mon
 @pytest.mark.slow
 def test_coverage_floor_keeps_a_fair_by_vacuity_candidate_from_winning():
     """Equal Coverage alone prefers a summary that says nothing; the calibrated-coverage floor does not."""
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import score_and_select
 
     example = Example("tram-levy", [

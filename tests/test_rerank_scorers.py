@@ -4,18 +4,19 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from evenhand.evaluation.registry import (
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.scoring.registry import (
     UnknownScorerError,
     available,
     get_scorer,
     register,
     unregister,
 )
-from evenhand.evaluation.schema import DataError, Document, Example
-from evenhand.evaluation.scorer import Scorer, ScorerConfig, as_example
+from evenhand.evaluation.scoring.scorer import Scorer, ScorerConfig, as_example
+from evenhand.rerank.judge_scores import expected_digit, parse_score
 from evenhand.rerank.scorers.alignscore import max_mean
 from evenhand.rerank.scorers.composite import CompositeScorer, normalize
-from evenhand.rerank.scorers.llm_judge import expected_digit, parse_score
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evenhand.rerank.text import alignscore_chunks, split_sentences, word_blocks
+from evenhand.evaluation.text.sentences import alignscore_chunks, split_sentences, word_blocks
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():

@@ -2,9 +2,11 @@ import json
 
 import pytest
 
-from evenhand.evaluation.jsonl import ResumableJsonl, read_jsonl, write_examples
-from evenhand.evaluation.loaders import from_dataset, load_examples
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.loaders import from_dataset, load_examples, write_examples
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.io.jsonl import read_jsonl
+from evenhand.evaluation.io.resumable import ResumableJsonl
 from tests.conftest import shared_file
 
 

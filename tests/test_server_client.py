@@ -19,7 +19,7 @@ from evenhand.decoding.engines.base import refuse_unsupported
 from evenhand.decoding.engines.http import ServerClient, ServerConfig, ServerUrl, is_server_url
 from evenhand.decoding.engines.launch import free_port
 from evenhand.decoding.engines.server import PLAIN, ServerEngine, sampling_parameters
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
 from evenhand.rerank.reranker import RECIPES
 from evenhand.rerank.server_judge import digit_probs, first_top_logprobs, read_judgement
 
@@ -206,7 +206,7 @@ def test_recipes_map_to_request_parameters():
 def test_generation_sends_seeds_and_the_inprocess_prompt():
     from evenhand.decoding.generate import generate
     from evenhand.decoding.prompts.templates import DEFAULT_SYSTEM, build_prompt
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     examples = load_examples(DEMO)[:3]
     with Stub() as stub:
@@ -250,7 +250,7 @@ def test_cli_refuses_processors_with_a_url_before_any_request(tmp_path, capsys):
 
 
 def test_lm_scorers_take_a_url_and_other_lm_backed_scorers_refuse_one():
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.lm_prefix import LmBackedConfig, LmBackedScorer
 
     for name in ("lm-likelihood", "fluency", "lm-pmi", "fairsumm-bartscore"):  # built: nothing is sent yet
@@ -278,8 +278,8 @@ def test_unreachable_judge_exits_2(tmp_path, capsys):
 
 
 def test_cache_key_names_url_and_model_not_pacing():
-    from evenhand.evaluation.registry import get_scorer
-    from evenhand.evaluation.schema import Example
+    from evenhand.evaluation.data.schema import Example
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     ex = Example(id="x", documents=[])
     with Stub() as stub:  # answers no prompt log-probs: the judges read chat top_logprobs

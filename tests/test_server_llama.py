@@ -27,7 +27,7 @@ def server():
     """
     from evenhand.decoding.engines.http import ServerClient
     from evenhand.decoding.engines.launch import local_llama_server
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
 
     try:
         with local_llama_server(n_ctx=4096, n_threads=1, startup_timeout=60) as (url, proc):
@@ -109,8 +109,8 @@ def test_server_judge_agrees_with_the_in_process_judge(server):
     runs the de-quantized float32 weights over the whole vocabulary. Measured here: scores
     within 0.06, digit mass within 0.07, same argmax; the bounds leave room for that.
     """
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     url, model, _ = server
     example = load_examples(DEMO)[0]

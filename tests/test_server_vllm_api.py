@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from evenhand.decoding.config import GenerateConfig
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 EXAMPLES = [
     Example("e1", [Document("The battery is great and lasts all day.", "pos"),
@@ -171,7 +172,7 @@ def test_the_group_bonus_with_fair_beam_is_refused_before_any_request(tmp_path, 
 
 
 def test_lm_scorers_through_the_server_equal_in_process(fake, tiny_causal):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     model, tok = tiny_causal
     summaries = ["The battery is great.", "The screen is slow.", ""]
@@ -187,7 +188,7 @@ def test_lm_scorers_through_the_server_equal_in_process(fake, tiny_causal):
 
 
 def test_lm_pmi_shares_its_passes_with_the_other_lm_scorers_on_a_server(fake):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     summaries = ["The battery is great.", "The screen is slow."]
     scorers = [get_scorer(n, progress=False, model=fake.url) for n in ("lm-pmi", "lm-likelihood", "fluency")]
@@ -199,7 +200,7 @@ def test_lm_pmi_shares_its_passes_with_the_other_lm_scorers_on_a_server(fake):
 
 
 def test_judges_through_the_server_read_exact_digit_probabilities(fake, tiny_causal):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     model, tok = tiny_causal
     summaries = ["The battery is great.", "Aliens landed."]
@@ -215,7 +216,7 @@ def test_judges_through_the_server_read_exact_digit_probabilities(fake, tiny_cau
 
 
 def test_server_scores_are_keyed_by_the_served_model(fake, tiny_causal, model_dir):
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     served = get_scorer("lm-pmi", model=fake.url)
     local = get_scorer("lm-pmi", model=str(model_dir))
@@ -244,6 +245,6 @@ def test_a_server_without_prompt_logprobs_exits_2_before_any_output(tiny_causal,
     assert not any(tmp_path.glob("eval*.jsonl"))
     with pytest.raises(DataError, match="does not return prompt log-probs"):
         with FakeVllm(tiny_causal[0], str(model_dir), flavour="llama") as server:
-            from evenhand.evaluation.registry import get_scorer
+            from evenhand.evaluation.scoring.registry import get_scorer
 
             get_scorer("fluency", model=server.url).score(EXAMPLES[:1], ["x"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
 from evenhand.sweep.config import Cell, expand_cells, load_sweep, parse_sweep
 from evenhand.sweep.store import merge_shards, read_results, shard_paths
 
@@ -320,7 +320,7 @@ def test_sweep_cli_lists_cells_and_rejects_unknown_keys(tmp_path, data_file, cap
 
 def test_batch_metrics_equal_row_by_row() -> None:
     """The batched metrics (corpus path) give each row what row_metrics gives it, errors per row."""
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
     from evenhand.sweep.runner import batch_metrics, row_metrics
 
     grouped = Example(

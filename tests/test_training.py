@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evenhand.evaluation.schema import Document, Example
+from evenhand.evaluation.data.schema import Document, Example
 from evenhand.training.config import DPORRConfig
 from evenhand.training.fairness import pair_weight, representation_ratios
 from evenhand.training.loop import (
@@ -308,7 +308,7 @@ def test_trained_adapter_loads_back_with_model_dir(one_iteration, tmp_path):
 
     from evenhand.cli import main
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.jsonl import write_examples
+    from evenhand.evaluation.data.loaders import write_examples
 
     out, _ = one_iteration
     adapter = iteration_dir(out, 1) / "adapter"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
 from evenhand.training.config import DPORRConfig
 from evenhand.training.store import RunStore
 from evenhand.training.vllm_policy import (
@@ -130,7 +130,7 @@ def test_a_run_resumes_only_on_its_engine(tmp_path):
 
 def test_lora_request_needs_a_vllm_engine(tiny_causal):
     from evenhand.decoding.generate import generate
-    from evenhand.evaluation.schema import Document, Example
+    from evenhand.evaluation.data.schema import Document, Example
 
     model, tok = tiny_causal
     ex = Example(id="e", documents=[Document("Good food.", "pos"), Document("Slow service.", "neg")])

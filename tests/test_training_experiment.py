@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evenhand.evaluation.bootstrap import paired_bootstrap
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.metrics.bootstrap import paired_bootstrap
 from evenhand.training.experiment import (
     check_split,
     comparison_table,
@@ -203,7 +204,7 @@ def tiny_run(tmp_path_factory, tiny_causal):  # noqa: ANN001, ANN201
 
 
 def test_greedy_dev_matches_the_loops_dev_pass(tiny_run) -> None:  # noqa: ANN001
-    from evenhand.evaluation.jsonl import read_jsonl
+    from evenhand.evaluation.io.jsonl import read_jsonl
     from evenhand.training.experiment import greedy_dev
 
     config, dev, out = tiny_run
@@ -230,7 +231,7 @@ def test_rerank_baseline_keeps_the_best_candidate(tiny_run) -> None:  # noqa: AN
     for r in records:
         assert len(r["candidates"]) == 3 and r["summary"] == r["candidates"][r["best_index"]]
         assert r["composite"] == pytest.approx(r["scores"]["rouge-l-recall"])  # one scorer: composite = raw
-    from evenhand.rerank.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.training.scoring import scoring_source
 
     scorer = get_scorer("rouge-l-recall", progress=False)

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 from evenhand.training.config import DPORRConfig
 from evenhand.training.grpo import CompositeReward, check_budget, grpo_args, sampling_settings
 from evenhand.training.loop import finished_iterations, iteration_dir, train_dpo_rr

@@ -31,8 +31,8 @@ TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "
 TOKENS = 16
 
 _HASH = '''
-from evenhand.evaluation.registry import is_registered, register
-from evenhand.evaluation.scorer import Scorer
+from evenhand.evaluation.scoring.registry import is_registered, register
+from evenhand.evaluation.scoring.scorer import Scorer
 
 
 class HashScore(Scorer):
@@ -66,7 +66,7 @@ def vllm_model(tmp_path_factory, tokenizer):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from evenhand.evaluation.jsonl import write_examples
+    from evenhand.evaluation.data.loaders import write_examples
     from tests.test_training import _examples
 
     path = tmp_path_factory.mktemp("vllm_data") / "train.jsonl"
@@ -85,7 +85,7 @@ def cli_script(tmp_path_factory):
 def registered_hash():
     exec(compile(textwrap.dedent(_HASH), "<hash scorer>", "exec"), {})  # noqa: S102 - our own test code
     yield
-    from evenhand.evaluation.registry import unregister
+    from evenhand.evaluation.scoring.registry import unregister
 
     unregister("hash")
 
@@ -159,7 +159,7 @@ def test_vllm_lora_greedy_equals_in_process_peft_on_the_trained_adapter(runs, vl
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
     from evenhand.training.context import split_dev
 
     _, dev = split_dev(load_examples(str(data)), 2, None, 3)

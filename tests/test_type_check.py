@@ -106,7 +106,7 @@ def definition_of(server: LanguageServer, code: str, name: str, line: int) -> Pa
     [
         ("from evenhand.decoding import AbstractivenessProcessor\n\nAbstractivenessProcessor\n",
          "AbstractivenessProcessor", 2, "decoding/processors/abstractiveness.py"),
-        ("from evenhand.evaluation.mint import mint\n\nmint\n", "mint", 2, "evaluation/mint.py"),
+        ("from evenhand.evaluation.metrics.mint import mint\n\nmint\n", "mint", 2, "evaluation/metrics/mint.py"),
         ("from evenhand import Reranker\n\nReranker\n", "Reranker", 2, "rerank/reranker.py"),
         ("from evenhand.training import DPORRConfig\n\nDPORRConfig\n", "DPORRConfig", 2, "training/config.py"),
     ],

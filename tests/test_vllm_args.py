@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evenhand.evaluation.schema import DataError, Document, Example
+from evenhand.evaluation.data.schema import Document, Example
+from evenhand.evaluation.errors import DataError
 
 DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
 

@@ -21,8 +21,8 @@ from evenhand.decoding.engines.vllm_engine import VllmNextToken  # noqa: E402
 from evenhand.decoding.generate import generate  # noqa: E402
 from evenhand.decoding.models import load_generator  # noqa: E402
 from evenhand.demo import demo_examples  # noqa: E402
-from evenhand.evaluation.registry import get_scorer  # noqa: E402
-from evenhand.evaluation.schema import DataError  # noqa: E402
+from evenhand.evaluation.errors import DataError  # noqa: E402
+from evenhand.evaluation.scoring.registry import get_scorer  # noqa: E402
 
 MODEL = "smollm2-135m-instruct"
 

@@ -27,7 +27,7 @@ DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
 
 @pytest.fixture(scope="module")
 def examples():
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     return load_examples(str(DEMO))[:2]
 
@@ -90,8 +90,8 @@ def test_abstractiveness_raises_mint_as_in_process(engine):
     from conftest import shared_file
 
     from evenhand.decoding.generate import generate
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.mint import mint
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.metrics.mint import mint
 
     sources = [load_examples(str(shared_file(f"perspectivesumm/{name}_gold.json")))[0] for name in ("amazon", "yelp")]
 
@@ -141,7 +141,7 @@ def _evenhand(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 def _data(tmp_path, examples) -> Path:
-    from evenhand.evaluation.jsonl import write_jsonl
+    from evenhand.evaluation.io.jsonl import write_jsonl
 
     path = tmp_path / "data.jsonl"
     write_jsonl(path, [
@@ -180,7 +180,7 @@ def test_rerank_through_the_server(server, tmp_path):
 
 def test_a_bad_per_request_setting_is_refused_with_one_line(server):
     from evenhand.decoding.engines.http import ServerClient
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
 
     url, _ = server
     client = ServerClient(url)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decoding.engines.base import engine_names
-from ..evaluation.configs import coerce_lists, config_from_mapping, load_config
+from ..evaluation.data.configs import coerce_lists, config_from_mapping, load_config
 
 #: The generation engines of `sample` and `evaluate` (the registry's built-in ones).
 ENGINES = engine_names()
@@ -156,8 +156,13 @@ class DPORRConfig:
         positive = ("iterations", "prompts_per_iteration", "candidates", "max_new_tokens",
                     "generate_batch_size", "batch_size", "gradient_accumulation_steps", "max_length",
                     "lora_r", "lora_alpha", "top_gap_k")
-        # every count an int with a sane upper bound, every float finite (evaluation.checks)
-        from ..evaluation.checks import check_count, check_finite_list, check_number, check_seed
+        # every count an int with a sane upper bound, every float finite (evaluation.data.checks)
+        from ..evaluation.data.checks import (
+            check_count,
+            check_finite_list,
+            check_number,
+            check_seed,
+        )
 
         bounds = {"prompts_per_iteration": 10**7, "generate_batch_size": 4096, "gradient_accumulation_steps": 10**6,
                   "lora_alpha": 10**6, "top_gap_k": 10**6}

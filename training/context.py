@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.jsonl import write_json
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
+from ..evaluation.io.json_file import write_json
 from .config import DPORRConfig
 from .scoring import Scoring
 
@@ -166,7 +167,7 @@ def load_data(
     config: DPORRConfig, train: Sequence[Example] | None, dev: Sequence[Example] | None
 ) -> tuple[list[Example], list[Example]]:
     """Training and dev examples: given, loaded from ``data``/``dev_data``, or split off (``split_dev``)."""
-    from ..evaluation.loaders import load_examples
+    from ..evaluation.data.loaders import load_examples
 
     c = config
     if train is None:
@@ -203,7 +204,7 @@ def open_run(
     scoring = build_scoring(config, scorers)
     fair_scorer = None
     if config.fairness:
-        from ..evaluation.registry import get_scorer
+        from ..evaluation.scoring.registry import get_scorer
 
         fair_scorer = get_scorer("equal-coverage", model=config.fairness_model, progress=False)
     train_examples, dev_examples = load_data(config, train, dev)

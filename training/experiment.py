@@ -10,29 +10,31 @@ and best-of-N reranking with the untrained policy (the paper's RR baseline,
   summaries: ``evenhand.training.scoring.Scoring.weighted`` of raw scores);
 - checks the preferences never saw: ``fluency`` (mean token log p(summary)
   under the base LM), ``words`` (summary length), ``mint`` (abstractiveness
-  against both articles, ``evenhand.evaluation.mint``), FairSumm's UER over the
+  against both articles, ``evenhand.evaluation.metrics.mint``), FairSumm's UER over the
   left/right groups, Equal Coverage ``ec`` and ``ec_target`` (the target
   group's mean document coverage minus the overall mean: > 0 when the summary
   covers the perspective it was asked for more than the other one).
 
 :func:`comparison_table` gives, per metric, the mean paired difference of a
 system and a baseline over the same dev articles with a percentile bootstrap
-interval (``evenhand.evaluation.bootstrap.paired_bootstrap``).
+interval (``evenhand.evaluation.metrics.bootstrap.paired_bootstrap``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.jsonl import write_csv, write_json, write_jsonl
-from ..evaluation.schema import DataError, Document, Example
+from ..evaluation.data.schema import Document, Example
+from ..evaluation.errors import DataError
+from ..evaluation.io.atomic import atomic_folder, atomic_write_bytes
+from ..evaluation.io.csv_file import write_csv
+from ..evaluation.io.json_file import write_json
+from ..evaluation.io.jsonl import write_jsonl
 
 #: metric -> preferred direction: +1 higher is better, -1 lower is better, 0 descriptive.
 #: EC and UER are descriptive on TheFlipSide: the task asks for one perspective, not both alike.
@@ -71,12 +73,10 @@ def check_split(train: Sequence[Example], dev: Sequence[Example], key: str) -> N
 def commit_folder(folder: Path, files: Mapping[str, Any]) -> None:
     """Write ``files`` (name -> rows for .jsonl/.csv, data for .json) into ``folder`` atomically.
 
-    The files go into a temporary sibling renamed into place, so ``folder`` exists only when complete.
+    The files go into a temporary sibling renamed into place (``atomic_folder``), so ``folder``
+    exists only when complete.
     """
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-    tmp.chmod(0o755)
-    try:
+    with atomic_folder(folder) as tmp:
         for name, data in files.items():
             if name.endswith(".jsonl"):
                 write_jsonl(tmp / name, data)
@@ -84,12 +84,6 @@ def commit_folder(folder: Path, files: Mapping[str, Any]) -> None:
                 write_csv(tmp / name, data)
             else:
                 write_json(tmp / name, data)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bool = True) -> list[dict]:
@@ -108,7 +102,7 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
 
     from ..decoding.config import GenerateConfig
     from ..decoding.models import load_generator
-    from ..evaluation.jsonl import read_jsonl
+    from ..evaluation.io.jsonl import read_jsonl
     from ..rerank.reranker import RerankConfig, Reranker, select_best
     from .scoring import registry_scoring
 
@@ -156,7 +150,7 @@ def greedy_dev(config: Any, dev: Sequence[Example], model: str | None, out: Path
     from ..decoding.config import GenerateConfig
     from ..decoding.generate import generate
     from ..decoding.models import load_generator
-    from ..evaluation.jsonl import read_jsonl
+    from ..evaluation.io.jsonl import read_jsonl
     from .scoring import registry_scoring
 
     if (out / "summary.json").is_file():
@@ -197,7 +191,7 @@ def evaluate_summaries(
         (``composite``, each component, ``fluency``, ``words``, ``mint``,
         ``fairsumm_uer``, ``ec``, ``ec_target``; NaN where EC is undefined).
     """
-    from ..evaluation.report import Scored, evaluate
+    from ..evaluation.scoring.report import Scored, evaluate
 
     if len(dev) != len(records):
         raise DataError(f"{len(records)} dev records for {len(dev)} dev examples; give one record per example")
@@ -244,7 +238,7 @@ def comparison_table(
     """
     import numpy as np
 
-    from ..evaluation.bootstrap import paired_bootstrap
+    from ..evaluation.metrics.bootstrap import paired_bootstrap
 
     out = []
     for system, baseline in pairs:
@@ -326,11 +320,8 @@ def plot_differences(
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"difference from {baseline} (paired 95% bootstrap interval over dev articles)", fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png")
+    image = io.BytesIO()
+    fig.savefig(image, dpi=110, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return atomic_write_bytes(path, image.getvalue())
 

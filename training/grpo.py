@@ -45,8 +45,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.configs import as_list
-from ..evaluation.schema import DataError, Example
+from ..evaluation.data.configs import as_list
+from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from .context import RunContext
 from .scoring import Scoring
 from .stages import mean

@@ -65,7 +65,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.schema import Example
+from ..evaluation.data.schema import Example
 from . import stages
 from .config import DPORRConfig
 from .context import RunContext, drop_gguf_marker, open_run, split_dev
@@ -105,7 +105,7 @@ def manifest(ctx: RunContext, store: RunStore) -> dict[str, Any]:
 def run_inputs(config: DPORRConfig) -> dict[str, Any]:
     """The content a run's results depend on beyond its settings: data files' SHA-256 and the model's identity."""
     from ..decoding.models import model_identity
-    from ..evaluation.outputs import content_digest
+    from ..evaluation.io.digests import content_digest
 
     inputs: dict[str, Any] = {"model": model_identity(config.model)}
     for name in ("data", "dev_data"):
@@ -117,7 +117,7 @@ def run_inputs(config: DPORRConfig) -> dict[str, Any]:
 
 def check_inputs(config: DPORRConfig, out_dir: Path) -> None:
     """Refuse to resume a run whose data or model content changed since its manifest was written."""
-    from ..evaluation.schema import DataError
+    from ..evaluation.errors import DataError
 
     path = out_dir / MANIFEST
     if not path.is_file():

@@ -13,7 +13,7 @@ component (the ``rerank`` registry's scorers, or a test's tiny scorer).
 
 ``score_source="target"`` scores against the target perspective's document
 only (TheFlipSide: ``meta["document"]``, else the documents whose group is
-``target``: ``evenhand.rerank.scorer.target_view``), as Ri, Deas & McKeown do;
+``target``: ``evenhand.evaluation.scoring.scorer.target_view``), as Ri, Deas & McKeown do;
 ``"documents"`` uses all documents.
 """
 
@@ -22,15 +22,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evaluation.configs import as_list
-from ..evaluation.schema import DataError, Document, Example
+from ..evaluation.data.configs import as_list
+from ..evaluation.data.schema import Document, Example
+from ..evaluation.errors import DataError
 
 SCORE_SOURCES = ("documents", "target")
 
 
 def scoring_source(example: Example, mode: str = "documents") -> Example:
     """The example a scorer sees for ``example`` under ``mode`` (see module)."""
-    from ..evaluation.scorer import target_view
+    from ..evaluation.scoring.scorer import target_view
 
     if mode == "documents":
         return example
@@ -105,8 +106,8 @@ def registry_scoring(
     names: Sequence[str], weights: Sequence[float] | str | None, normalize: str, source: str,
     cache_dir: str | None = None,
 ) -> Scoring:
-    """A ``Scoring`` of registered scorers (``evenhand.rerank.registry.get_scorer``)."""
-    from ..evaluation.registry import get_scorer
+    """A ``Scoring`` of registered scorers (``evenhand.evaluation.scoring.registry.get_scorer``)."""
+    from ..evaluation.scoring.registry import get_scorer
 
     components = {name: get_scorer(name, cache_dir=cache_dir, progress=False) for name in names}
     ws = None if weights is None else [float(w) for w in as_list(weights, "weights", float) or []]

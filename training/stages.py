@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.schema import Example
+from ..evaluation.data.schema import Example
 from .config import DPORRConfig
 from .context import RunContext
 

@@ -17,14 +17,14 @@ for it at the end of ``commit``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.jsonl import write_json
+from ..evaluation.io.atomic import atomic_folder
+from ..evaluation.io.json_file import write_json
+from ..evaluation.io.jsonl import write_jsonl
 
 ITER_PREFIX = "iter_"
 SUMMARY = "summary.json"
@@ -59,15 +59,15 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
 
     Fields missing from an older manifest count as their current default, so a
     run written before a field existed resumes when the field keeps its default;
-    list fields stored as comma strings compare as lists (``evaluation.configs.normalized``).
+    list fields stored as comma strings compare as lists (``evaluation.data.configs.normalized``).
     """
     import dataclasses
 
     manifest = Path(out_dir) / MANIFEST
     if not manifest.is_file():
         return
-    from ..evaluation.configs import normalized
-    from ..evaluation.schema import DataError
+    from ..evaluation.data.configs import normalized
+    from ..evaluation.errors import DataError
 
     old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
     new = config.to_dict()
@@ -159,25 +159,14 @@ class RunStore:
         ``save_adapter(path)`` writes the adapter folder; ``manifest()`` returns
         the manifest, written after the rename. All processes wait at the end.
         """
-        from ..evaluation.jsonl import write_jsonl
-
         if self.is_main:
-            self.out.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{ITER_PREFIX}{k}.tmp-", dir=self.out))
-            tmp.chmod(0o755)
-            try:
+            # written in .iter_k.tmp-* (what clean_stale removes after a kill); replaces a stale iter_k
+            with atomic_folder(self.iteration_dir(k)) as tmp:
                 for name, rows in files.items():
                     write_jsonl(tmp / name, list(rows))
                 if save_adapter is not None:
                     save_adapter(tmp / ADAPTER)
                 write_json(tmp / SUMMARY, dict(summary))
-                target = self.iteration_dir(k)
-                if target.exists():  # a stale folder without summary.json
-                    shutil.rmtree(target)
-                os.replace(tmp, target)
-            finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
             if manifest is not None:
                 self.write_manifest(manifest())
         self.wait()

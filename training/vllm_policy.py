@@ -37,7 +37,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.schema import DataError
+from ..evaluation.errors import DataError
 
 #: LoRA ranks vLLM's ``max_lora_rank`` accepts (vllm.config.lora.MaxLoRARanks, vLLM 0.32).
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)

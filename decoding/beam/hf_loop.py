@@ -13,7 +13,7 @@ Objective of a hypothesis y with n tokens (λ = ``length_penalty``, β = ``beta`
 
 with t the target group distribution and q the group distribution of y's
 content tokens (:mod:`evenhand.decoding.processors.group_coverage`). UER is FairSumm's,
-``evenhand.evaluation.fairsumm.unfair_error_rate(t, q, present)``: the decoder's
+``evenhand.evaluation.metrics.fairsumm.unfair_error_rate(t, q, present)``: the decoder's
 target t plays the metric's source share s_v, and q the metric's summary share t_v. Each step:
 
 1. the P = ``pool`` × 2k best continuations by log-probability are taken (plain

@@ -24,7 +24,7 @@ The search ranks candidates by log p + n^λ (β F − W M); between checks a
 candidate keeps its parent beam's M. Finished hypotheses are re-ranked once
 at the end by J − W · EC, EC the sentence-level Equal Coverage of the whole
 summary (summary sentences as units, P[s, d] = max over blocks of
-max(0, cos); ``evenhand.evaluation.coverage.equal_coverage``) — the final
+max(0, cos); ``evenhand.evaluation.metrics.coverage.equal_coverage``) — the final
 rerank by Equal Coverage.
 """
 
@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...evaluation.fairsumm import unfair_error_rate
-from ...evaluation.schema import Example
-from ...evaluation.sentences import split_sentences, word_blocks
+from ...evaluation.data.schema import Example
+from ...evaluation.metrics.fairsumm import unfair_error_rate
+from ...evaluation.text.sentences import split_sentences, word_blocks
 
 MEASURES = ("ec", "uer", "both")
 
@@ -166,7 +166,7 @@ class MeaningCoverage:
         import numpy as np
         import torch
 
-        from ...evaluation.coverage import equal_coverage
+        from ...evaluation.metrics.coverage import equal_coverage
 
         b, k, _ = generated.shape
         texts = self.tokenizer.batch_decode(generated.reshape(b * k, -1), skip_special_tokens=True)

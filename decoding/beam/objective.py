@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ...evaluation.fairsumm import unfair_error_rate
+from ...evaluation.metrics.fairsumm import unfair_error_rate
 from ..processors.group_coverage import (
     DEFAULT_PRIOR,
     DEFAULT_TAU,
@@ -33,7 +33,7 @@ from .state import NEG, BeamConfig, BeamState, Pool, gather_beams
 POOL = 2
 
 if TYPE_CHECKING:
-    from ...evaluation.schema import Example
+    from ...evaluation.data.schema import Example
     from ..config import FairnessSettings
     from .meaning import MeaningCoverage
 

@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...evaluation.schema import Example
+from ...evaluation.data.schema import Example
 from ..beam.step_loop import NextTokenEngine
 from ..config import GenerateConfig
 from .base import (

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...evaluation.schema import DataError
+from ...evaluation.errors import DataError
 
 #: Statuses worth retrying: rate limiting and server-side failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -91,7 +91,7 @@ class ServerConfig:
     backoff: float = field(default=0.5, metadata={"help": "First retry delay in seconds (doubles)."})
 
     def __post_init__(self) -> None:
-        from ...evaluation.checks import check_count, check_number
+        from ...evaluation.data.checks import check_count, check_number
 
         check_count(self.max_concurrency, "max_concurrency")
         check_number(self.timeout, "timeout", low=0, low_open=True, high=86400)

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...evaluation.schema import DataError
+from ...evaluation.errors import DataError
 
 
 def free_port() -> int:

@@ -61,7 +61,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ...evaluation.schema import DataError, Example
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
 from ..config import GenerateConfig
 from ..processors.builders import ProcessorBuilder
 from .base import NEEDS_VLLM, SummaryCollector, sampling_values, validate_examples

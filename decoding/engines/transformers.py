@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ...evaluation.schema import Example
+from ...evaluation.data.schema import Example
 from ..config import DecodingSettings, GenerateConfig
 from ..processors.builders import ProcessorBuilder
 from .base import Capabilities, SummaryCollector, batches, validate_examples

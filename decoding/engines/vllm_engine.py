@@ -38,7 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...evaluation.schema import DataError, Example
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
 from ..config import GenerateConfig
 from ..processors.builders import ProcessorBuilder
 from .base import SummaryCollector, sampling_values, validate_examples

@@ -37,7 +37,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...evaluation.schema import DataError, Example
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
 from ..config import FairnessSettings, GenerateConfig
 
 KEY = "evenhand"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.schema import Example
+from ...evaluation.data.schema import Example
 from ..config import AbstractivenessSettings, DecodingSettings, FairnessSettings, GenerateConfig
 
 

@@ -101,7 +101,7 @@ class GroupCoverageProcessor(LogitsProcessor):
     Example:
         >>> from evenhand.decoding.models import tiny_model
         >>> from evenhand.decoding.processors.group_vocab import GroupTables, build_group_vocab
-        >>> from evenhand.evaluation.schema import Document, Example
+        >>> from evenhand.evaluation.data.schema import Document, Example
         >>> model, tok = tiny_model()
         >>> ex = Example("e", [Document("Great battery.", "pos"), Document("Terrible screen.", "neg")])
         >>> tables = GroupTables.build([build_group_vocab(ex, tok)], len(tok), "equal")

@@ -1,10 +1,10 @@
 """Which vocabulary tokens speak for which group: a per-example token -> group map.
 
 The map counts words the way FairSumm's N-gram measure does (Zhang et al. 2024,
-:mod:`evenhand.evaluation.fairsumm`), so that what the decoder steers is what the metric
+:mod:`evenhand.evaluation.metrics.fairsumm`), so that what the decoder steers is what the metric
 measures afterwards. For an example whose documents carry group labels:
 
-* **keys** are FairSumm's content words (:func:`evenhand.evaluation.text.fairsumm_tokens`:
+* **keys** are FairSumm's content words (:func:`evenhand.evaluation.text.tokens.fairsumm_tokens`:
   lowercased NLTK tokens, stop words and punctuation dropped, lemmatized,
   Porter-stemmed); n_{g,k} counts key k in group g's documents and
   N_g = Σ_k n_{g,k} is exactly FairSumm's source count of g;
@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Union, overload
 
-from ...evaluation.schema import DataError, Example
-from ...evaluation.text import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
+from ...evaluation.text.tokens import FAIRSUMM_FILTER_WORDS, fairsumm_tokens, normalize_word
 
 #: A fairness target: "ratio" (source distribution), "equal" (uniform) or shares per group.
 Fairness = Union[str, Mapping[str, float]]
@@ -91,7 +92,7 @@ def parse_fairness(value: Fairness | None) -> Literal["ratio", "equal"] | dict[s
         raise ValueError(f"`fairness` must be a non-empty mapping of group shares, got {value!r}")
     shares: dict[str, float] = {}
     for group, share in value.items():
-        from ...evaluation.checks import check_number
+        from ...evaluation.data.checks import check_number
 
         check_number(share, f"`fairness` share of group {group!r}", low=0)
         shares[str(group)] = float(share)

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...evaluation.schema import DataError, Example
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
 from ..config import PromptSettings
 from .templates import DEFAULT_SYSTEM, build_prompt, chat_prompt, response_prefix
 

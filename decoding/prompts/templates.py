@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...evaluation.schema import Example
+from ...evaluation.data.schema import Example
 
 #: What every kind's instruction ends with: SmolLM2 otherwise writes titles and lists.
 _FORM = "Write plain sentences in the third person, with no title, no introduction and no list."

@@ -14,8 +14,9 @@ from typing import Any
 
 def check_results_path(out: str, flag: str = "--out", extra: tuple[Path, ...] = ()) -> None:
     """Before any work: ``out``, its manifest, their ``.bak`` files and ``extra`` must be regular files (or absent)."""
-    from evenhand.evaluation.jsonl import ResumableJsonl
-    from evenhand.evaluation.outputs import check_output_path, lock_path
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_path
+    from evenhand.evaluation.io.resumable import ResumableJsonl
 
     for path in (*ResumableJsonl.siblings(out), *extra, lock_path(out)):
         check_output_path(path, flag, append=Path(path) == Path(out))
@@ -24,7 +25,7 @@ def check_results_path(out: str, flag: str = "--out", extra: tuple[Path, ...] = 
 @contextmanager
 def locked(out: str | Path, flag: str = "--out") -> Iterator[None]:
     """Hold ``out``'s advisory lock for the block: a second writer exits 2 naming this process."""
-    from evenhand.evaluation.outputs import output_lock
+    from evenhand.evaluation.io.locks import output_lock
 
     with output_lock(out, flag):
         yield
@@ -37,7 +38,8 @@ def open_results(args: argparse.Namespace, command: str, options: dict[str, Any]
     ``--model``), ``options`` and the SHA-256 of ``--data``; resuming with any of
     them changed is refused (``--force-resume`` overrides).
     """
-    from evenhand.evaluation.jsonl import ResumableJsonl, file_sha256
+    from evenhand.evaluation.io.digests import file_sha256
+    from evenhand.evaluation.io.resumable import ResumableJsonl
 
     manifest: dict[str, Any] = {"command": command}
     if getattr(args, "model", None):

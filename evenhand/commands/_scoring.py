@@ -27,7 +27,7 @@ SCORER_FLAGS = (
 
 def scorers_help(text: str) -> str:
     """``text`` followed by the registry's names: every command's scorer choices come from it."""
-    from evenhand.evaluation.registry import described
+    from evenhand.evaluation.scoring.registry import described
 
     return f"{text} Available: {described()}.".replace("%", "%%")
 
@@ -65,7 +65,7 @@ def add_server_processors_option(parser: argparse.ArgumentParser) -> None:
 def server_config(args: argparse.Namespace) -> Any:
     """The ``ServerConfig`` of --max-concurrency and --server-timeout (DataError naming the flag)."""
     from evenhand.decoding.engines.http import ServerConfig
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
 
     values = {"max_concurrency": getattr(args, "max_concurrency", None),
               "timeout": getattr(args, "server_timeout", None)}
@@ -104,8 +104,8 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
 
     A ``calibrated:X`` name passes the options on to its components (``options``).
     """
-    from evenhand.evaluation.checks import check_count
-    from evenhand.evaluation.registry import scorer_class, split_name
+    from evenhand.evaluation.data.checks import check_count
+    from evenhand.evaluation.scoring.registry import scorer_class, split_name
 
     check_count(args.scorer_batch_size, "--scorer-batch-size", limit="batch_size", none_ok=True)
     options: dict[str, dict[str, Any]] = {}
@@ -164,7 +164,7 @@ def score_cache(args: argparse.Namespace) -> Any:
     if args.score_cache:
         from pathlib import Path
 
-        from evenhand.evaluation.schema import DataError
+        from evenhand.evaluation.errors import DataError
 
         if Path(args.score_cache).exists() and not Path(args.score_cache).is_dir():
             raise DataError(f"--score-cache {args.score_cache} is not a directory; give a folder or 'none'")
@@ -176,8 +176,8 @@ def score_cache(args: argparse.Namespace) -> Any:
 
 def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
     """Each named scorer built with the command line's options and score cache."""
-    from evenhand.evaluation.registry import get_scorer, scorer_class
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.scoring.registry import get_scorer, scorer_class
 
     options = scorer_options(args, names)
     cache = score_cache(args)  # its own error names --score-cache, not a scorer's flags
@@ -203,8 +203,8 @@ def split_names(text: str | list[str], flag: str = "--scorers") -> list[str]:
     which the CLI prints as one line with exit status 2. A ``calibrated:X`` name's
     calibration file is read now, before any model loads.
     """
-    from evenhand.evaluation.registry import UnknownScorerError, check_names, split_name
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.scoring.registry import UnknownScorerError, check_names, split_name
 
     try:
         names = check_names(text, flag)

@@ -5,7 +5,7 @@
 
 Scores every summary with every scorer (cached), reports each scorer's Spearman
 ρ and same-source winrate against the human target, fits the calibration
-(``evenhand.evaluation.calibration``: normalized features, ridge, alpha by
+(``evenhand.evaluation.scoring.calibration``: normalized features, ridge, alpha by
 grouped cross-validation) and reports its **cross-validated** ρ and winrate:
 each source's predictions come from a calibration fitted without that source's
 fold. 95% intervals: bootstrap over sources. The calibration JSON (with those
@@ -27,7 +27,7 @@ HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Data, target, scorers, fitting and bootstrap options."""
     from evenhand.commands._scoring import add_scorer_options, scorers_help
-    from evenhand.evaluation.calibration import NORMALIZATIONS
+    from evenhand.evaluation.scoring.calibration import NORMALIZATIONS
 
     parser.add_argument(
         "--data", required=True,
@@ -62,10 +62,10 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
 
     from evenhand.commands._scoring import split_names
     from evenhand.decoding.models import check_device
-    from evenhand.evaluation.checks import check_count, check_seed
-    from evenhand.evaluation.meta_eval import TRUTHS
-    from evenhand.evaluation.registry import split_name
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.data.checks import check_count, check_seed
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.metrics.meta_eval import TRUTHS
+    from evenhand.evaluation.scoring.registry import split_name
 
     if args.target not in TRUTHS:
         raise DataError(f"--target must be one of {', '.join(TRUTHS)}, got {args.target!r}")
@@ -98,7 +98,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
         raise DataError(f"--out must be a .json file, got {args.out!r}")
     if out.exists() and data.exists() and out.resolve() == data.resolve():
         raise DataError("--out is the --data file; write the calibration elsewhere")
-    from evenhand.evaluation.outputs import check_output_path, lock_path
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_path
 
     check_output_path(out, "--out")
     check_output_path(lock_path(out), "--out")
@@ -108,7 +109,7 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
 def run(args: argparse.Namespace) -> int:
     """Score, fit, cross-validate, write the calibration and print the table."""
     from evenhand.commands._scoring import check_model_flags
-    from evenhand.evaluation.outputs import output_lock
+    from evenhand.evaluation.io.locks import output_lock
 
     names, alpha = _check(args)
     check_model_flags(args)
@@ -121,10 +122,10 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
 
     import evenhand
     from evenhand.commands._scoring import score_cache, scorer_options
-    from evenhand.evaluation.calibration import cross_validate, fit_calibration
-    from evenhand.evaluation.jsonl import write_json
-    from evenhand.evaluation.meta_eval import check_spread, load_annotated, meta_evaluate
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.io.json_file import write_json
+    from evenhand.evaluation.metrics.meta_eval import check_spread, load_annotated, meta_evaluate
+    from evenhand.evaluation.scoring.calibration import cross_validate, fit_calibration
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     data = load_annotated(args.data, targets=[args.target])
     if args.limit is not None:

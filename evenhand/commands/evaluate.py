@@ -55,13 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse an --out whose tables would overwrite --data or --summaries."""
-    from evenhand.evaluation.jsonl import check_output
-    from evenhand.evaluation.report import table_paths
+    from evenhand.evaluation.io.output_checks import check_output
+    from evenhand.evaluation.scoring.report import table_paths
 
     inputs = {"--data": args.data}
     if not args.summaries.startswith("references"):
         inputs["--summaries"] = args.summaries
-    from evenhand.evaluation.outputs import check_output_path, lock_path
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_path
 
     check_output_path(args.out, "--out")  # /dev/null or a folder as --out: refused, not written beside
     for path in table_paths(args.out).values():
@@ -72,9 +73,9 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
     """Refuse sources longer than the word tokenizer takes (spaCy's ``max_length``), naming the example."""
-    from evenhand.evaluation.schema import DataError
-    from evenhand.evaluation.scorers.abstractiveness import SOURCE_SEPARATOR
-    from evenhand.evaluation.text import MAX_TEXT_CHARS
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.scoring.scorers.abstractiveness import SOURCE_SEPARATOR
+    from evenhand.evaluation.text.tokens import MAX_TEXT_CHARS
 
     for ex in examples:
         n = len(ex.source_text(SOURCE_SEPARATOR))
@@ -87,18 +88,23 @@ def check_lengths(examples: list, path: str) -> None:  # noqa: ANN001
 
 def run(args: argparse.Namespace) -> int:
     from evenhand.commands._scoring import build_scorers, check_model_flags, split_names
-    from evenhand.evaluation.loaders import load_examples
-    from evenhand.evaluation.outputs import output_lock
-    from evenhand.evaluation.report import evaluate, format_corpus, select_summaries, write_tables
+    from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.io.locks import output_lock
+    from evenhand.evaluation.scoring.report import (
+        evaluate,
+        format_corpus,
+        select_summaries,
+        write_tables,
+    )
 
     names = split_names(args.metrics, "--metrics")
     check_model_flags(args)
     if len(set(names)) != len(names):
-        from evenhand.evaluation.schema import DataError
+        from evenhand.evaluation.errors import DataError
 
         raise DataError(f"--metrics lists a metric twice: {', '.join(names)}")
     if args.engine == "vllm":  # before anything loads: vLLM installed?
-        from evenhand.evaluation.schema import DataError
+        from evenhand.evaluation.errors import DataError
 
         if importlib.util.find_spec("vllm") is None:
             raise DataError("--engine vllm needs vLLM, which is not installed; see docs/serving.md (make setup-vllm)")

@@ -56,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.engines.base import pending_batches
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import check_device
-    from evenhand.evaluation.checks import check_seed
-    from evenhand.evaluation.jsonl import check_output
-    from evenhand.evaluation.schema import DataError, Example
+    from evenhand.evaluation.data.checks import check_seed
+    from evenhand.evaluation.data.schema import Example
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.output_checks import check_output
 
     config = config_from_args(GenerateConfig, args)
     check_seed(config.seed)  # batches are decoded with seed + batch start

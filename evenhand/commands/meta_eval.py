@@ -50,10 +50,16 @@ def run(args: argparse.Namespace) -> int:
         split_names,
     )
     from evenhand.decoding.models import check_device
-    from evenhand.evaluation.checks import check_count, check_seed
-    from evenhand.evaluation.jsonl import check_output, write_json
-    from evenhand.evaluation.meta_eval import TRUTHS, check_spread, load_controlled, meta_evaluate
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.data.checks import check_count, check_seed
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.json_file import write_json
+    from evenhand.evaluation.io.output_checks import check_output
+    from evenhand.evaluation.metrics.meta_eval import (
+        TRUTHS,
+        check_spread,
+        load_controlled,
+        meta_evaluate,
+    )
 
     names = split_names(args.scorers)
     check_model_flags(args)

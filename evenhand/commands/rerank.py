@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         split_names,
     )
     from evenhand.decoding.config import GenerateConfig, check_examples
-    from evenhand.evaluation.jsonl import check_output
-    from evenhand.evaluation.registry import get_scorer
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.io.output_checks import check_output
+    from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
-    from evenhand.rerank.scorer import share_model
+    from evenhand.rerank.sharing import share_model
 
     names = split_names(args.scorers)
     check_model_flags(args)

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the config (YAML defaults, flags over them), train, print one line per finished iteration."""
     from evenhand.commands._scoring import split_names
     from evenhand.decoding.models import check_device, check_local
-    from evenhand.evaluation.schema import DataError
+    from evenhand.evaluation.errors import DataError
     from evenhand.training.config import DPORRConfig
     from evenhand.training.loop import train_dpo_rr
 
@@ -80,12 +80,8 @@ def _train_locked(config: DPORRConfig, train: Callable[[DPORRConfig], dict[str, 
     """
     from pathlib import Path
 
-    from evenhand.evaluation.outputs import (
-        check_output_dir,
-        check_output_path,
-        lock_path,
-        output_lock,
-    )
+    from evenhand.evaluation.io.locks import lock_path, output_lock
+    from evenhand.evaluation.io.output_checks import check_output_dir, check_output_path
 
     out = Path(config.out_dir)
     check_output_dir(out, "--out", files=("manifest.json",))

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.configs import as_list
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.data.configs import as_list
+from evenhand.evaluation.errors import DataError
 
 #: Setting keys that are not GenerateConfig fields.
 EXTRA_KEYS = ("model", "candidates", "scorers", "engine")
@@ -102,7 +102,7 @@ class Cell:
     def generate_config(self, seed: int) -> Any:
         """The cell's GenerateConfig for ``seed`` (validated by GenerateConfig itself)."""
         from evenhand.decoding.config import GenerateConfig
-        from evenhand.evaluation.configs import check_scalar_types
+        from evenhand.evaluation.data.configs import check_scalar_types
 
         values = {k: v for k, v in self.settings.items() if k not in EXTRA_KEYS}
         check_scalar_types(GenerateConfig, values, "settings")  # `instruction: 5` named, not a TypeError later
@@ -202,7 +202,7 @@ class SweepConfig:
     def __post_init__(self) -> None:
         if not self.datasets:
             raise DataError("`datasets` is empty; give at least one `name: path` entry")
-        from evenhand.evaluation.checks import check_count, check_seed, expect
+        from evenhand.evaluation.data.checks import check_count, check_seed, expect
 
         check_count(self.limit, "limit", high=10**9, none_ok=True)
         if not self.seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.seeds):
@@ -215,7 +215,7 @@ class SweepConfig:
             raise DataError(f"`seeds` lists a seed twice: {self.seeds}")
         if isinstance(self.factuality, str) and self.factuality.strip().lower() in ("", "none"):
             self.factuality = None
-        from evenhand.evaluation.registry import UnknownScorerError, check_names
+        from evenhand.evaluation.scoring.registry import UnknownScorerError, check_names
 
         named = [("", "metrics", self.metrics), ("", "extra_scorers", self.extra_scorers or None)]
         named.append(("", "factuality", self.factuality))
@@ -304,8 +304,8 @@ def parse_sweep(data: dict[str, Any], folder: str | Path = ".", stem: str = "swe
 
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML file."""
-    from evenhand.evaluation.checks import safe_yaml
-    from evenhand.evaluation.files import read_utf8
+    from evenhand.evaluation.io.parsing import safe_yaml
+    from evenhand.evaluation.io.utf8 import read_utf8
 
     path = Path(path)
     text = read_utf8(path, "--config")

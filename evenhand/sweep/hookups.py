@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evenhand.evaluation.lists import split_list
-from evenhand.evaluation.schema import DataError, Example
+from evenhand.evaluation.data.lists import split_list
+from evenhand.evaluation.data.schema import Example
+from evenhand.evaluation.errors import DataError
 
 
 def build_scorer(name: str, options: dict[str, Any] | None = None) -> Any:
     """The rerank scorer ``name`` with ``options`` (its Config fields)."""
-    from evenhand.evaluation.registry import get_scorer
+    from evenhand.evaluation.scoring.registry import get_scorer
 
     try:
         return get_scorer(name, **(options or {}))

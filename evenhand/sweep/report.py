@@ -6,7 +6,7 @@ is skipped with a note on the page):
 1. *Abstractiveness vs factuality*: each row's (MINT, factuality) point, each
    cell's mean, and per *system* (cells equal up to the abstractiveness
    settings :data:`TRADEOFF_KEYS`) the least-squares trend line with its F@50
-   (``evenhand.evaluation.factuality.factuality_at``); the table adds the
+   (``evenhand.evaluation.metrics.factuality.factuality_at``); the table adds the
    MINT-adjusted factuality mF = (2·F + MINT) / 3 of each cell. The
    factuality scorer and its backend are named.
 2. *Fairness*: BUR (share of unfair summaries), UER and Equal Coverage (when
@@ -17,7 +17,7 @@ is skipped with a note on the page):
    over N = 1 of the same other settings.
 4. *Bradley–Terry ranking* of the cells (systems) on a per-row score
    (mF when factuality exists, else MINT), 95% bootstrap intervals
-   (``evenhand.evaluation.ranking.bradley_terry``) over (example, seed) documents.
+   (``evenhand.evaluation.metrics.ranking.bradley_terry``) over (example, seed) documents.
 
 Plus ``cells.csv``: every cell's mean metrics per data set.
 """
@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from evenhand.evaluation.jsonl import atomic_open, atomic_write_bytes, write_csv
-from evenhand.evaluation.outputs import output_lock
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.io.atomic import atomic_open, atomic_write_bytes
+from evenhand.evaluation.io.csv_file import write_csv
+from evenhand.evaluation.io.locks import output_lock
 from evenhand.sweep.store import ResultRow, StoredResults, read_results
 
 #: Settings that move a system along its abstractiveness-factuality line.
@@ -71,7 +72,7 @@ class Section:
 
 def row_values(row: ResultRow) -> dict[str, float]:
     """A row's numbers: its metrics, factuality, mF and the reranker's best score."""
-    from evenhand.evaluation.factuality import mint_adjusted_factuality
+    from evenhand.evaluation.metrics.factuality import mint_adjusted_factuality
 
     values = {k: float(v) for k, v in row.metrics.items()}
     if row.factuality is not None:
@@ -170,7 +171,7 @@ def _plt() -> Any:
 
 
 def _tradeoff(ds: _Dataset, out: Path) -> Section:
-    from evenhand.evaluation.factuality import factuality_at, mint_adjusted_factuality
+    from evenhand.evaluation.metrics.factuality import factuality_at, mint_adjusted_factuality
 
     section = Section("Abstractiveness (MINT) vs factuality")
     if not ds.has("factuality"):
@@ -361,7 +362,7 @@ def _reranking(ds: _Dataset, out: Path) -> Section:
 
 
 def _ranking(ds: _Dataset, out: Path, rank_by: str, n_bootstrap: int, seed: int) -> Section:
-    from evenhand.evaluation.ranking import bradley_terry
+    from evenhand.evaluation.metrics.ranking import bradley_terry
 
     column = rank_by if rank_by != "auto" else ("mF" if ds.has("mF") else "mint")
     section = Section(f"Bradley–Terry ranking of systems by {column}")
@@ -413,7 +414,7 @@ def build_report(
         n_bootstrap: bootstrap resamples of the ranking's intervals.
         seed: seeds the ranking's tie-breaking and bootstrap.
     """
-    from evenhand.evaluation.checks import check_count, check_seed
+    from evenhand.evaluation.data.checks import check_count, check_seed
 
     check_count(n_bootstrap, "--bootstrap")
     check_seed(seed, "--seed")
@@ -435,7 +436,8 @@ def build_report(
 
 def check_report_dir(out: Path) -> None:
     """``--out`` must be a writable folder (or absent) whose page, plots and tables are regular files."""
-    from evenhand.evaluation.outputs import check_output_dir, check_output_path, lock_path
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_dir, check_output_path
 
     check_output_dir(out, "--out", files=("index.html", "cells.csv"))
     check_output_path(lock_path(out), "--out")

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.outputs import output_lock
-from evenhand.evaluation.schema import DataError, Example
+from evenhand.evaluation.data.schema import Example
+from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.io.locks import output_lock
 from evenhand.sweep.config import Cell, SweepConfig
 from evenhand.sweep.store import ResultRow, ResultStore, merge_shards, shard_path, shard_paths
 
@@ -67,7 +68,7 @@ def plan_units(config: SweepConfig, datasets: dict[str, list[Example]]) -> list[
 
 def load_datasets(config: SweepConfig) -> dict[str, list[Example]]:
     """Each data set's examples (the first ``limit``); ids must be unique within a set."""
-    from evenhand.evaluation.loaders import load_examples
+    from evenhand.evaluation.data.loaders import load_examples
 
     out = {}
     for name, path in config.datasets.items():
@@ -101,7 +102,7 @@ def batch_metrics(
     tokenized once for all its rows); when a metric cannot score some row of
     the batch, it scores the rows one by one, so the errors stay per row.
     """
-    from evenhand.evaluation.report import Scored, evaluate
+    from evenhand.evaluation.scoring.report import Scored, evaluate
 
     values: list[dict[str, float]] = [{} for _ in examples]
     errors: list[list[str]] = [[] for _ in examples]
@@ -205,7 +206,8 @@ def run_sweep(
 
 def check_results_file(results: Path, path: Path) -> None:
     """``--results`` (and this process's shard), their SQLite side files and lock must be regular files or absent."""
-    from evenhand.evaluation.outputs import check_output_path, lock_path
+    from evenhand.evaluation.io.locks import lock_path
+    from evenhand.evaluation.io.output_checks import check_output_path
 
     for file in (results, path):
         for side in ("", "-wal", "-shm", "-journal"):
@@ -217,7 +219,7 @@ def check_results_file(results: Path, path: Path) -> None:
 
 def data_digests(config: SweepConfig) -> dict[str, str]:
     """SHA-256 of each data set's file, by data set name."""
-    from evenhand.evaluation.jsonl import file_sha256
+    from evenhand.evaluation.io.digests import file_sha256
 
     return {name: file_sha256(path) for name, path in sorted(config.datasets.items())}
 
@@ -382,7 +384,7 @@ def _run_locked(
     if num_processes > 1 and state is not None:
         state.wait_for_everyone()
         if state.is_main_process:
-            from evenhand.evaluation.outputs import output_lock
+            from evenhand.evaluation.io.locks import output_lock
 
             with output_lock(results, "--results"):
                 merge_shards(results)

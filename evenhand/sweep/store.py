@@ -8,7 +8,7 @@ Schema (``SCHEMA_VERSION`` 1)::
       cell_id TEXT, dataset TEXT, seed INTEGER, example_id TEXT,  -- PRIMARY KEY (all four)
       example_index INTEGER,      -- position in the data set (report order)
       summary TEXT,
-      metrics TEXT,               -- JSON {column: float} from evenhand.evaluation.report.evaluate
+      metrics TEXT,               -- JSON {column: float} from evenhand.evaluation.scoring.report.evaluate
       factuality REAL,            -- NULL without a factuality scorer
       factuality_scorer TEXT, factuality_backend TEXT,
       rerank TEXT,                -- JSON {best_index, best_score, scorer, candidates} or NULL
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.schema import DataError
+from evenhand.evaluation.errors import DataError
 
 SCHEMA_VERSION = 1
 
@@ -248,7 +248,7 @@ def _write_errors(path: Path) -> Iterator[None]:
         text = str(err)
         if "full" not in text and "disk I/O" not in text and "readonly" not in text:
             raise
-        from evenhand.evaluation.outputs import OutputError
+        from evenhand.evaluation.errors import OutputError
 
         raise OutputError(
             f"{path}: cannot write ({text}); the rows committed before are kept; free space and run again"
@@ -291,7 +291,8 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
 
 def _decode(record: tuple[Any, ...], where: str = "results") -> ResultRow:
     """A stored row, each column checked with its type and the JSON columns parsed (errors name the row)."""
-    from evenhand.evaluation.checks import expect, parse_json
+    from evenhand.evaluation.data.checks import expect
+    from evenhand.evaluation.io.parsing import parse_json
 
     values: dict[str, Any] = dict(zip(ROW_COLUMNS, record))
     where = f"{where}: row {values.get('cell_id')!r}/{values.get('dataset')!r}/{values.get('example_id')!r}"
@@ -325,7 +326,8 @@ def read_results(path: str | Path) -> StoredResults:
             raise DataError(f"{file}: not a regular file; give --results the SQLite file `evenhand sweep` wrote")
     if not files:
         raise FileNotFoundError(f"{path}: results file not found (run `evenhand sweep` first)")
-    from evenhand.evaluation.checks import expect, parse_json
+    from evenhand.evaluation.data.checks import expect
+    from evenhand.evaluation.io.parsing import parse_json
 
     rows: dict[tuple[str, str, int, str], ResultRow] = {}
     cells: dict[str, tuple[str, dict[str, Any]]] = {}

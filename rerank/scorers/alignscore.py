@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.registry import register
-from ...evaluation.schema import Example
-from ...evaluation.scorer import Scorer
+from ...evaluation.data.schema import Example
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer
+from ...evaluation.text.sentences import alignscore_chunks, split_sentences
 from ..alignment import AlignmentBackendMixin, AlignmentConfig
-from ..text import alignscore_chunks, split_sentences
 
 
 def max_mean(probs: Sequence[Sequence[float]]) -> float:

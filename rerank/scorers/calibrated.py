@@ -4,7 +4,7 @@
 one shipped with evenhand (``faithfulness``, ``coverage``: fitted on the dev
 half of the controlled summaries of Ri, Deas & McKeown 2025; see
 ``docs/reranking.md``). The score is the calibration's prediction of the
-human target (``evenhand.evaluation.calibration``) from the raw scores of its
+human target (``evenhand.evaluation.scoring.calibration``) from the raw scores of its
 component scorers, which are built through the registry with the options the
 calibration stores (``scorer_options``), overridden by ``options``. The
 components cache their own scores; the prediction is cheap and not cached.
@@ -27,10 +27,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ...evaluation.calibration import Calibration
-from ...evaluation.registry import register
-from ...evaluation.schema import DataError
-from ...evaluation.scorer import Scorer, ScorerConfig, Source, as_example
+from ...evaluation.errors import DataError
+from ...evaluation.scoring.calibration import Calibration
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer, ScorerConfig, Source, as_example
 
 #: The calibrations shipped inside the package (``calibrated:NAME``).
 SHIPPED = ("faithfulness", "coverage")
@@ -52,8 +52,8 @@ def calibration_path(spec: str) -> Path:
 def load_calibration(spec: str) -> Calibration:
     """Read and validate the calibration named by ``spec`` (see ``calibration_path``)."""
     path = calibration_path(spec)
-    from ...evaluation.checks import parse_json
-    from ...evaluation.files import read_utf8
+    from ...evaluation.io.parsing import parse_json
+    from ...evaluation.io.utf8 import read_utf8
 
     data = parse_json(read_utf8(path, f"calibrated:{spec}"), f"calibrated:{spec}: {path}")
     return Calibration.from_dict(data, where=f"calibrated:{spec}")
@@ -90,7 +90,7 @@ class CalibratedScorer(Scorer[CalibratedConfig]):
 
     def __init__(self, config: CalibratedConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir=None)  # the components cache; the prediction is cheap
-        from ...evaluation.registry import get_scorer
+        from ...evaluation.scoring.registry import get_scorer
 
         self.name = f"calibrated:{self.config.path}"
         self.calibration = load_calibration(self.config.path)

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.configs import coerce_lists
-from ...evaluation.lists import split_list
-from ...evaluation.registry import register
-from ...evaluation.scorer import Scorer, ScorerConfig, Source, _source_key, as_example
+from ...evaluation.data.configs import coerce_lists
+from ...evaluation.data.lists import split_list
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer, ScorerConfig, Source, as_example, source_key
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
 
@@ -48,7 +48,7 @@ def normalize(values: Sequence[float], method: str = "minmax") -> list[float]:
 
 def check_weights(weights: Sequence[float], names: Sequence[str]) -> list[float]:
     """One finite non-negative weight per component name, with a positive sum; returns them as floats."""
-    from ...evaluation.checks import check_finite_list
+    from ...evaluation.data.checks import check_finite_list
 
     ws = [float(w) for w in check_finite_list(list(weights), "weights", low=0)]
     if len(ws) != len(names):
@@ -137,7 +137,7 @@ class CompositeScorer(Scorer[CompositeConfig]):
     def __init__(self, config: CompositeConfig | None = None, cache_dir: Any = None,
                  components: dict[str, Scorer] | None = None) -> None:
         super().__init__(config, cache_dir)
-        from ...evaluation.registry import get_scorer
+        from ...evaluation.scoring.registry import get_scorer
 
         given = components or {}
         self.components: dict[str, Scorer] = {
@@ -155,7 +155,7 @@ class CompositeScorer(Scorer[CompositeConfig]):
         raw = {name: s.score(examples, outputs) for name, s in self.components.items()}
         sets: dict[str, list[int]] = {}
         for i, ex in enumerate(examples):
-            sets.setdefault(json.dumps(_source_key(ex)), []).append(i)
+            sets.setdefault(json.dumps(source_key(ex)), []).append(i)
         normed = {name: [0.0] * len(outputs) for name in raw}
         for members in sets.values():
             for name, values in raw.items():

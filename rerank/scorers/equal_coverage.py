@@ -8,7 +8,7 @@ line by a generator, ``acu_model``, or its sentences when it lists none). For ev
     P[s, d] = max over blocks b of d of p(b supports s)
 
 with p from the alignment backend (``evenhand.rerank.alignment``: NLI, AlignScore
-checkpoint, or the MiniLM fallback). ``evenhand.evaluation.coverage.equal_coverage``
+checkpoint, or the MiniLM fallback). ``evenhand.evaluation.metrics.coverage.equal_coverage``
 turns P and the documents' groups into EC; the score is −EC (higher = fairer).
 
 Groups: the documents' ``group`` labels. A source without labels (a str or a
@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.registry import register
-from ...evaluation.schema import Document, Example
-from ...evaluation.scorer import Scorer
+from ...evaluation.data.schema import Document, Example
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer
+from ...evaluation.text.sentences import split_sentences, word_blocks
 from ..alignment import AlignmentBackendMixin, AlignmentConfig
-from ..text import split_sentences, word_blocks
 
 
 @dataclass
@@ -143,7 +143,7 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer[EqualCoverageConfig]):
         return out_list
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from ...evaluation.coverage import equal_coverage
+        from ...evaluation.metrics.coverage import equal_coverage
 
         results = []
         for matrix, groups, origin in self._matrices(sources, outputs):

@@ -5,7 +5,7 @@ fairness with three target distributions; ``fairsumm`` (evaluation/) is the
 N-gram one. In all three the *source* distribution s is the N-gram one (content
 tokens per value); only the *target* t changes, then the cutoff, UER, the unfair
 test (τ = 0.8), AUC and the corpus BUR/UER/SOF are exactly ``fairsumm``'s
-(:class:`evenhand.evaluation.scorers.fairsumm.ValueDistributionMetric`).
+(:class:`evenhand.evaluation.scoring.scorers.fairsumm.ValueDistributionMetric`).
 
 ``fairsumm-bertscore`` (``metrics/score/bert.py``, method ``summary_combine``):
 for each value v, P_v = BERTScore *precision* with the summary as candidate and
@@ -47,11 +47,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.fairsumm import DEFAULT_TEMPERATURE
-from ...evaluation.registry import register
-from ...evaluation.schema import Document, Example
-from ...evaluation.scorer import Scorer, ScorerConfig
-from ...evaluation.scorers.fairsumm import (
+from ...evaluation.data.schema import Document, Example
+from ...evaluation.metrics.fairsumm import DEFAULT_TEMPERATURE
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer, ScorerConfig
+from ...evaluation.scoring.scorers.fairsumm import (
     TEXT_HELP,
     ValueDistributionMetric,
     check_text,
@@ -178,7 +178,7 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
     def precisions(self, candidates: list[str], references: list[str]) -> list[list[float]]:
         """BERTScore precision (rescaled when ``baseline`` is set) of every candidate against every
         reference; each text is encoded once."""
-        from ...evaluation.fairsumm import greedy_precision, rescale
+        from ...evaluation.metrics.fairsumm import greedy_precision, rescale
 
         unique = list(dict.fromkeys([*candidates, *references]))
         states = dict(zip(unique, self.encoder.token_states(unique, self.config.batch_size)))
@@ -195,8 +195,8 @@ class FairSummBertScore(_ModelMetric, Scorer[BertScoreConfig]):
         return out
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from ...evaluation.fairsumm import similarity_target
-        from ..text import split_sentences
+        from ...evaluation.metrics.fairsumm import similarity_target
+        from ...evaluation.text.sentences import split_sentences
 
         results = []
         for example, summary in zip(sources, outputs):
@@ -258,7 +258,7 @@ class FairSummBartScore(_ModelMetric, LmScorer[BartScoreConfig]):
         return out
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
-        from ...evaluation.fairsumm import similarity_target
+        from ...evaluation.metrics.fairsumm import similarity_target
 
         results = []
         for example, summary, scores in zip(sources, outputs, self.value_scores(sources, outputs)):

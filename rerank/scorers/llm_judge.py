@@ -14,13 +14,14 @@ generation, the first integer 1-5 in the reply, 1 when there is none.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...decoding.engines.http import ServerConfig
-from ...evaluation.registry import register
-from ...evaluation.schema import DataError, Example
+from ...evaluation.data.schema import Example
+from ...evaluation.errors import DataError
+from ...evaluation.scoring.registry import register
+from ..judge_scores import expected_digit, parse_score
 from ..lm_prefix import LmBackedConfig, LmBackedScorer
 
 DIGITS = ("1", "2", "3", "4", "5")
@@ -85,30 +86,6 @@ Work through these steps:
 {summary}
 
 # Faithfulness score (1-5 only):"""
-
-_FIRST_INT = re.compile(r"\d+")
-
-
-def expected_digit(probs: list[float]) -> tuple[float, int]:
-    """(expected value, argmax digit) of a distribution over the digits 1..5.
-
-    >>> expected_digit([0.0, 0.5, 0.0, 0.5, 0.0])
-    (3.0, 2)
-    """
-    total = sum(probs)
-    if len(probs) != 5 or total <= 0:
-        raise ValueError(f"need 5 non-negative probabilities with a positive sum, got {probs}")
-    value = sum((d + 1) * p for d, p in enumerate(probs)) / total
-    return value, max(range(5), key=lambda d: probs[d]) + 1
-
-
-def parse_score(reply: str) -> int:
-    """The paper's text mode: the first integer in the reply if it is 1..5, else 1."""
-    match = _FIRST_INT.search(reply)
-    if match is None:
-        return 1
-    value = int(match.group())
-    return value if 1 <= value <= 5 else 1
 
 
 @dataclass

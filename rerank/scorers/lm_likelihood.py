@@ -79,10 +79,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ...decoding.prompts.templates import DEFAULT_SYSTEM
-from ...evaluation.registry import register
-from ...evaluation.schema import Example
+from ...evaluation.data.schema import Example
+from ...evaluation.scoring.registry import register
+from ...evaluation.text.sentences import alignscore_chunks, split_sentences
 from ..lm_prefix import LmBackedConfig, LmBackedScorer, continuation_logprobs
-from ..text import alignscore_chunks, split_sentences
 
 DEFAULT_INSTRUCTION = "Summarize the text above in a few sentences."
 DEFAULT_NO_SOURCE_INSTRUCTION = "Write a short summary."

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...evaluation.registry import register
-from ...evaluation.schema import Example
-from ...evaluation.scorer import Scorer, ScorerConfig
+from ...evaluation.data.schema import Example
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer, ScorerConfig
 
 MEASURES = ("recall", "precision", "fmeasure")
 

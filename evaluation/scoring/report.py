@@ -1,4 +1,4 @@
-"""Per-example and corpus tables of any registered scorers (:mod:`evenhand.evaluation.registry`).
+"""Per-example and corpus tables of any registered scorers (:mod:`evenhand.evaluation.scoring.registry`).
 
 :func:`evaluate` scores every summary with every scorer: each scorer's
 ``columns`` make the per-summary rows (the metrics' several columns, or one
@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonl import write_csv, write_jsonl
+from ..data.schema import Example
+from ..errors import DataError
+from ..io.csv_file import write_csv
+from ..io.jsonl import write_jsonl
 from .registry import check_names, get_scorer
-from .schema import DataError, Example
 from .scorer import Scorer
 
 Row = dict[str, Any]
@@ -122,8 +124,8 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
-    from .checks import expect
-    from .jsonl import iter_jsonl
+    from ..data.checks import expect
+    from ..io.jsonl import iter_jsonl
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):

@@ -126,8 +126,8 @@ def check_scalar_types(cls: type, values: Mapping[str, Any], where: str = "confi
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """The top-level mapping of a YAML file (an empty file is ``{}``); anchors and aliases are refused."""
-    from .checks import safe_yaml
-    from .files import read_utf8
+    from ..io.parsing import safe_yaml
+    from ..io.utf8 import read_utf8
 
     path = Path(path)
     values = safe_yaml(read_utf8(path, "--config"), str(path)) or {}

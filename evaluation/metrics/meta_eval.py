@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checks import check_number, expect, parse_json
-from .schema import DataError
+from ..data.checks import check_number, expect
+from ..errors import DataError
+from ..io.parsing import parse_json
 
 TRUTHS = ("coverage", "faithfulness")
 
@@ -49,7 +50,7 @@ class ControlledSet:
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""
-    from .files import read_utf8
+    from ..io.utf8 import read_utf8
 
     path = Path(path)
     data = parse_json(read_utf8(path, "--data"), str(path))
@@ -109,7 +110,7 @@ def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> Control
     if path.suffix != ".jsonl":
         data = load_controlled(path)
         return data
-    from .jsonl import read_jsonl
+    from ..io.jsonl import read_jsonl
 
     rows = read_jsonl(path)
     if not rows:

@@ -11,12 +11,12 @@ pipeline from text to counts:
 
 * ``"authors"`` (default): the released ``metrics/eval.py`` end to end — each
   value's documents joined by " || " (its ``value_input``), the authors' word
-  processing (:mod:`evenhand.evaluation.fairsumm_text`), their float cutoff
+  processing (:mod:`evenhand.evaluation.text.fairsumm_words`), their float cutoff
   sum, and ``skip_empty``: a summary that is empty or whitespace is left out of
   the corpus statistics (its row is still written; ``<prefix>_skipped`` counts them);
 * ``"evenhand"``: the earlier pipeline, kept for comparison — documents joined
   by a space, English stop words, lemminflect lemmas
-  (:func:`evenhand.evaluation.text.fairsumm_tokens`), the tolerant cutoff, no
+  (:func:`evenhand.evaluation.text.tokens.fairsumm_tokens`), the tolerant cutoff, no
   skipping.
 """
 
@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from ...data.schema import Example
+from ...errors import DataError
 from ..registry import register
-from ..schema import DataError, Example
 from ..scorer import MetricConfig, MetricScorer
 
 Row = dict[str, Any]
@@ -66,7 +67,7 @@ class FairSummConfig(MetricConfig):
 def _group_profile(
     groups: tuple[tuple[str, str], ...], text: str = "authors"
 ) -> tuple[dict[str, int], dict[str, frozenset]]:
-    from ..fairsumm import group_profile
+    from ...metrics.fairsumm import group_profile
 
     return group_profile(dict(groups), text)  # type: ignore[arg-type]
 
@@ -115,7 +116,7 @@ def distribution_row(
     set when ``text="authors"`` and ``summary`` is empty or whitespace (the
     authors' ``skip_empty``).
     """
-    from ..fairsumm import auc, sample_fairness
+    from ...metrics.fairsumm import auc, sample_fairness
 
     cumulative = CUMULATIVE[check_text(text)]
     result = sample_fairness(counts, target, cumulative=cumulative)  # type: ignore[arg-type]
@@ -131,7 +132,7 @@ def distribution_row(
 
 def fairsumm_row(example: Example, summary: str, text: str = "authors") -> Row:
     """The ``fairsumm`` columns of one summary, plus ``_fairsumm`` (its SampleFairness) for the corpus."""
-    from ..fairsumm import content_tokenizer, ngram_target
+    from ...metrics.fairsumm import content_tokenizer, ngram_target
 
     counts, vocab = source_profile(example, text=text)
     target = ngram_target(vocab, content_tokenizer(text)(summary))  # type: ignore[arg-type]
@@ -158,7 +159,7 @@ class ValueDistributionMetric:
         authors' ``skip_empty`` does; ``<prefix>_skipped`` says how many (and is the only
         statistic when every summary is empty).
         """
-        from ..fairsumm import SampleFairness, corpus_fairness
+        from ...metrics.fairsumm import SampleFairness, corpus_fairness
 
         p = self.prefix
         kept = [r for r in records if not r["_fairsumm"].get("skip")]

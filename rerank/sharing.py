@@ -1,16 +1,10 @@
-"""The scorer protocol lives in :mod:`evenhand.evaluation.scorer`; re-exported here, plus ``share_model``.
-
-``Scorer``, ``ScorerConfig``, ``Source``, ``as_example`` and ``target_view``
-keep their old import path ``evenhand.rerank.scorer``.
-"""
+"""Letting the model-backed scorers of a run use a model that is already loaded, instead of a second copy."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..evaluation.scorer import Scorer, ScorerConfig, Source, as_example, target_view
-
-__all__ = ["Scorer", "ScorerConfig", "Source", "as_example", "share_model", "target_view"]
+from ..evaluation.scoring.scorer import Scorer
 
 
 def share_model(scorer: Scorer, model: Any, tokenizer: Any, name: str) -> int:

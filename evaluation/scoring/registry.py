@@ -2,16 +2,18 @@
 
 Evaluation metrics (``mint``, ``fragments``, ``fairsumm``) and model-backed
 rerank scorers (``alignscore``, ``llm-coverage``...) are all ``Scorer``
-subclasses (:mod:`evenhand.evaluation.scorer`) registered here, and every
+subclasses (:mod:`evenhand.evaluation.scoring.scorer`) registered here, and every
 command (``evaluate``, ``rerank``, ``meta-eval``, ``calibrate``, ``train``,
 ``sweep``) resolves names, and lists its choices, through this module.
 
 Adding a scorer is one module: subclass ``Scorer``, give it a ``Config``
 dataclass, decorate it with ``@register("my-scorer")`` (``docs/extending.md``).
-Built-in scorers are the modules of the packages in :data:`BUILTIN_PACKAGES`,
-all imported on the first lookup; an installed package adds its own to every
-command through an ``evenhand.scorers`` entry point naming its module. Both are
-plug-in paths by module name: this module imports none of them itself.
+This layer's own scorers (the metrics) are the modules of :data:`BUILTIN_PACKAGE`.
+Every other package adds its scorers to every command through an entry point
+of the ``evenhand.scorers`` group (:data:`ENTRY_POINTS`) naming a module or a
+package: the layers above declare theirs in ``pyproject.toml`` like any
+installed plug-in, so this layer names none of them. All are imported on the
+first lookup; a package's every module is, so a new scorer is one file in it.
 
 A scorer class whose ``argument`` names one of its config fields takes that
 field in its name: ``calibrated:faithfulness`` or ``calibrated:CAL.json`` is
@@ -24,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from .scorer import Scorer
@@ -61,29 +64,42 @@ def register(name: str) -> Callable[[S], S]:
     return decorate
 
 
-#: Entry-point group through which installed packages add scorers to every command.
+#: Entry-point group through which the layers above and installed packages add scorers to every command.
 ENTRY_POINTS = "evenhand.scorers"
-#: Packages whose every module is imported on the first lookup (the built-in scorers).
-BUILTIN_PACKAGES = ("evenhand.evaluation.scorers", "evenhand.rerank.scorers")
+#: This layer's scorers (the evaluation metrics): every module is imported on the first lookup.
+BUILTIN_PACKAGE = "evenhand.evaluation.scoring.scorers"
 _loaded = False
 
 
+def import_scorers(module: ModuleType) -> None:
+    """Import every module of a package of scorers (each registers its scorers with ``@register``).
+
+    A plain module (not a package) has registered its scorers by being imported; nothing more is done.
+    """
+    import importlib
+    import pkgutil
+
+    path = getattr(module, "__path__", None)
+    if path is None:
+        return
+    for name in sorted(m.name for m in pkgutil.iter_modules(path)):
+        importlib.import_module(f"{module.__name__}.{name}")
+
+
 def _load_builtins() -> None:
-    """Import every module of :data:`BUILTIN_PACKAGES` and every ``evenhand.scorers`` entry point once."""
+    """Import :data:`BUILTIN_PACKAGE` and every ``evenhand.scorers`` entry point's module or package, once."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     import importlib
     import importlib.metadata
-    import pkgutil
 
-    for name in BUILTIN_PACKAGES:
-        package = importlib.import_module(name)
-        for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-            importlib.import_module(f"{name}.{module}")
+    import_scorers(importlib.import_module(BUILTIN_PACKAGE))
     for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
-        entry.load()  # the module registers its scorers with @register
+        loaded = entry.load()  # a module registers its scorers with @register when imported
+        if isinstance(loaded, ModuleType):
+            import_scorers(loaded)
 
 
 def available() -> list[str]:
@@ -137,7 +153,7 @@ def check_names(names: str | Iterable[str], flag: str = "scorers") -> list[str]:
     Each name is checked (:func:`scorer_class`); an unknown one raises
     UnknownScorerError prefixed with ``flag``; no name at all raises it too.
     """
-    from .lists import split_list
+    from ..data.lists import split_list
 
     checked = split_list(names, flag, empty_ok=True)
     if not checked:

@@ -50,9 +50,9 @@ also report BUR over samples with at least two represented values.
 
 Text: :func:`group_profile`, :func:`source_counts` and
 :func:`ngram_target_counts` take ``text="authors"`` (default: the released
-code's word processing, :mod:`evenhand.evaluation.fairsumm_text`; give each
+code's word processing, :mod:`evenhand.evaluation.text.fairsumm_words`; give each
 value's documents joined by :data:`AUTHORS_SEPARATOR`, as the authors'
-``value_input``) or ``text="evenhand"`` (:func:`evenhand.evaluation.text.fairsumm_tokens`:
+``value_input``) or ``text="evenhand"`` (:func:`evenhand.evaluation.text.tokens.fairsumm_tokens`:
 English stop words and lemminflect lemmas, the earlier pipeline).
 """
 
@@ -152,7 +152,7 @@ def uer_terms(source_share: Any, summary_share: Any) -> Any:
     """max(0, s_v − t_v) per value: how far the summary's share t_v falls short of the source's s_v.
 
     The one UER core: numpy arrays here, torch tensors in the decoders
-    (``evenhand.decoding.fair_beam``), elementwise.
+    (the decoding layer's fair beam search), elementwise.
 
     >>> uer_terms(np.array([0.6, 0.4]), np.array([0.75, 0.25])).tolist()
     [0.0, 0.15000000000000002]
@@ -332,11 +332,11 @@ def corpus_fairness(samples: Sequence[SampleFairness]) -> CorpusFairness:
 def content_tokenizer(text: Text = "authors") -> Callable[[str], list[str]]:
     """The content-token function of a text pipeline: ``"authors"`` (the released code's) or ``"evenhand"``."""
     if text == "authors":
-        from .fairsumm_text import content_tokens
+        from ..text.fairsumm_words import content_tokens
 
         return content_tokens
     if text == "evenhand":
-        from .text import fairsumm_tokens
+        from ..text.tokens import fairsumm_tokens
 
         return fairsumm_tokens
     raise ValueError(f"`text` must be one of {TEXT_PIPELINES}, got {text!r}")

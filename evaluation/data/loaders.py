@@ -19,8 +19,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import DataError
+from ..io.jsonl import write_jsonl
 from .checks import expect, json_type
-from .schema import DataError, Document, Example
+from .schema import Document, Example
 
 _EXAMPLE_FIELDS = (
     "id", "documents", "attribute", "group_values", "instruction", "prompt",
@@ -105,7 +107,7 @@ def example_from_dict(record: Mapping[str, Any], where: str, index: int) -> Exam
 
 def load_jsonl(path: str | Path) -> list[Example]:
     """Generic JSONL: one example per non-empty line."""
-    from .jsonl import iter_jsonl
+    from ..io.jsonl import iter_jsonl
 
     path = Path(path)
     examples = [
@@ -255,8 +257,8 @@ def from_dataset(dataset: Iterable[Mapping[str, Any]]) -> list[Example]:
 
 
 def _read_json(path: Path) -> list[Any]:
-    from .checks import parse_json
-    from .files import read_utf8
+    from ..io.parsing import parse_json
+    from ..io.utf8 import read_utf8
 
     data = parse_json(read_utf8(path), str(path))
     if not isinstance(data, list):
@@ -303,7 +305,7 @@ LOADERS = {
 
 def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
     """Load examples from ``path``; ``format`` one of LOADERS' keys, or detected."""
-    from .files import read_utf8
+    from ..io.utf8 import read_utf8
 
     path = Path(path)
     if not path.is_file():
@@ -316,3 +318,8 @@ def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
     if not examples:
         raise DataError(f"{path}: holds no examples; give a file with at least one")
     return examples
+
+
+def write_examples(path: str | Path, examples: Iterable[Example]) -> Path:
+    """Examples in the generic JSONL format (readable by ``load_examples``)."""
+    return write_jsonl(path, (ex.to_dict() for ex in examples))

@@ -7,7 +7,7 @@ Two tokenizers, each matching the implementation a metric was published with:
   model), lowercased, punctuation and whitespace tokens kept. Used by MINT
   (Dreyer et al. 2023) and the extractive fragments. :func:`spacy_lower_hashes`
   gives the same tokens as spaCy's 64-bit string hashes, without building
-  Python strings (the many-pair path, ``evenhand.evaluation.corpus``).
+  Python strings (the many-pair path, ``evenhand.evaluation.metrics.corpus``).
 * :func:`word_tokens` — NLTK's Treebank-style ``NLTKWordTokenizer`` (what
   ``nltk.word_tokenize`` runs per sentence). ``word_tokenize`` first splits
   sentences with the Punkt model, whose data cannot be downloaded here; we

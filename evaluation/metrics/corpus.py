@@ -3,7 +3,7 @@
 Sources repeat: three references per FairSumm sample, N candidates per source
 in reranking and sweeps. :class:`PairCorpus` tokenizes each *distinct* text
 once (spaCy's lowercased tokens as 64-bit hashes,
-:func:`evenhand.evaluation.text.spacy_lower_hashes`), numbers the tokens of all
+:func:`evenhand.evaluation.text.tokens.spacy_lower_hashes`), numbers the tokens of all
 texts densely, and then
 
 * counts the summary n-grams found among their source's n-grams for every
@@ -15,13 +15,13 @@ texts densely, and then
   in the source only if its (n-1)-gram prefix does), so the arrays shrink
   order by order;
 * computes LCS lengths with the bit-parallel algorithm of
-  :mod:`evenhand.evaluation.lcs`, building the match masks of each source once
+  :mod:`evenhand.evaluation.metrics.lcs`, building the match masks of each source once
   for all its summaries;
 * smooths, divides and takes the harmonic mean as arrays, in the same
-  floating-point operations as :func:`evenhand.evaluation.mint.mint_tokens`.
+  floating-point operations as :func:`evenhand.evaluation.metrics.mint.mint_tokens`.
 
-Values equal the per-pair functions :func:`evenhand.evaluation.mint.mint` and
-:func:`evenhand.evaluation.fragments.fragment_scores` (the tests compare them to
+Values equal the per-pair functions :func:`evenhand.evaluation.metrics.mint.mint` and
+:func:`evenhand.evaluation.metrics.fragments.fragment_scores` (the tests compare them to
 1e-12 on the shared data; in practice they are bit-identical).
 
 ``n_jobs`` (:func:`mint_corpus`, :func:`fragment_scores_corpus`) splits the
@@ -104,7 +104,7 @@ class PairCorpus:
         summaries: summary texts, aligned with ``sources``.
 
     Use :meth:`from_tokens` for token sequences that are already tokenized
-    (compared as they are, like :func:`evenhand.evaluation.mint.mint_tokens`).
+    (compared as they are, like :func:`evenhand.evaluation.metrics.mint.mint_tokens`).
 
     Example::
 
@@ -114,7 +114,7 @@ class PairCorpus:
     """
 
     def __init__(self, sources: Sequence[str], summaries: Sequence[str]) -> None:
-        from .text import spacy_lower_hashes
+        from ..text.tokens import spacy_lower_hashes
 
         self._init(sources, summaries, spacy_lower_hashes)
 
@@ -181,7 +181,7 @@ class PairCorpus:
 
     def match_counts(self, max_n: int = 5) -> np.ndarray:
         """Raw m_1..m_max_n per pair, shape (pairs, max_n): summary n-grams (every occurrence)
-        found among their source's n-grams (:func:`evenhand.evaluation.mint.ngram_match_counts`)."""
+        found among their source's n-grams (:func:`evenhand.evaluation.metrics.mint.ngram_match_counts`)."""
         if max_n < 1:
             raise ValueError(f"`max_n` must be a positive int, got {max_n}")
         cached = self._cache.get("counts")
@@ -258,7 +258,7 @@ class PairCorpus:
         return out.copy()
 
     def mint(self) -> list[MintScore]:
-        """MINT per pair (:func:`evenhand.evaluation.mint.mint_tokens`'s values)."""
+        """MINT per pair (:func:`evenhand.evaluation.metrics.mint.mint_tokens`'s values)."""
         raw = self.match_counts(5).astype(np.float64)
         length = self.lengths[self.summary_index]
         m = np.empty((len(self), 6), dtype=np.float64)
@@ -280,7 +280,7 @@ class PairCorpus:
 
     def fragments(self) -> list[FragmentScores]:
         """Coverage, density, compression and novel n-gram ratios per pair
-        (:func:`evenhand.evaluation.fragments.fragment_scores_tokens`'s values)."""
+        (:func:`evenhand.evaluation.metrics.fragments.fragment_scores_tokens`'s values)."""
         matched = self.match_counts(4)
         out = []
         for p, (s, t) in enumerate(zip(self.source_index.tolist(), self.summary_index.tolist())):
@@ -355,7 +355,7 @@ def _score(what: str, sources: Sequence[str], summaries: Sequence[str], n_jobs: 
 def mint_corpus(
     sources: Sequence[str], summaries: Sequence[str], n_jobs: int | None = None
 ) -> list[MintScore]:
-    """:func:`evenhand.evaluation.mint.mint` of every aligned pair, each distinct text tokenized once.
+    """:func:`evenhand.evaluation.metrics.mint.mint` of every aligned pair, each distinct text tokenized once.
 
     Args:
         sources: source texts.
@@ -368,5 +368,17 @@ def mint_corpus(
 def fragment_scores_corpus(
     sources: Sequence[str], summaries: Sequence[str], n_jobs: int | None = None
 ) -> list[FragmentScores]:
-    """:func:`evenhand.evaluation.fragments.fragment_scores` of every aligned pair (see :func:`mint_corpus`)."""
+    """:func:`evenhand.evaluation.metrics.fragments.fragment_scores` of every aligned pair (see :func:`mint_corpus`)."""
     return _score("fragments", sources, summaries, n_jobs)
+
+
+def mint_batch(
+    sources: Sequence[str], summaries: Sequence[str], n_jobs: int | None = None
+) -> list[MintScore]:
+    """:func:`evenhand.evaluation.metrics.mint.mint` over aligned lists: the corpus path (:func:`mint_corpus`).
+
+    Each distinct text is tokenized once and the n-grams of all pairs are
+    matched at once; same values as :func:`mint` pair by pair. ``n_jobs``:
+    worker processes (off by default).
+    """
+    return mint_corpus(sources, summaries, n_jobs=n_jobs)

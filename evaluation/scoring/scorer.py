@@ -1,7 +1,7 @@
 """The scorer protocol: ``score(sources, outputs) -> list[float]``, higher is better.
 
 Everything that scores a summary has this shape and is registered by name in
-one registry (:mod:`evenhand.evaluation.registry`): the evaluation metrics
+one registry (:mod:`evenhand.evaluation.scoring.registry`): the evaluation metrics
 (``mint``, ``fragments``, ``fairsumm``) as well as the model-backed rerank
 scorers. A scorer may also aggregate its per-output records into corpus
 statistics (:meth:`Scorer.aggregate`, rouge-score's scorer/aggregator split):
@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, Union, cast
 
-from .schema import DataError, Document, Example
+from ..data.schema import Document, Example
+from ..errors import DataError
 
 #: What a scorer accepts per output: see the module docstring.
 Source = Union[Example, str, Sequence[str]]
@@ -94,7 +95,8 @@ def target_view(example: Example) -> Example:
     return Example(id=example.id, documents=docs, attribute=example.attribute, target=example.target)
 
 
-def _source_key(example: Example) -> list[list[str | None]]:
+def source_key(example: Example) -> list[list[str | None]]:
+    """What identifies a source in cache keys and candidate sets: its documents' ``[text, group]``."""
     return [[d.text, d.group] for d in example.documents]
 
 
@@ -238,7 +240,7 @@ class Scorer(Generic[ConfigT]):
         """Content digests of the local files or folders ``model_id`` names (``a|b``, ``n=a,m=b``), or None."""
         import re
 
-        from .outputs import content_digest
+        from ..io.digests import content_digest
 
         digests = []
         for part in re.split(r"[|,]", self.model_id or ""):
@@ -251,7 +253,7 @@ class Scorer(Generic[ConfigT]):
         return digests or None
 
     def _key(self, example: Example, output: str) -> str:
-        blob = json.dumps([self._fingerprint(), _source_key(example), output], ensure_ascii=False)
+        blob = json.dumps([self._fingerprint(), source_key(example), output], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _fill(self, todo: list[tuple[str, int]], examples: list[Example], outputs: list[str]) -> None:
@@ -283,13 +285,14 @@ class Scorer(Generic[ConfigT]):
 
     def _load_disk_cache(self) -> None:
         assert self._cache_file is not None
-        from .outputs import check_output_path
+        from ..io.output_checks import check_output_path
 
         check_output_path(self._cache_file, "--score-cache", append=True)  # never a FIFO, device or folder
         if not self._cache_file.exists():
             return
-        from .checks import expect, parse_json
-        from .files import read_utf8
+        from ..data.checks import expect
+        from ..io.parsing import parse_json
+        from ..io.utf8 import read_utf8
 
         path = self._cache_file
         fix = f"delete {path} (the scores are recomputed) or pass --score-cache none"
@@ -317,7 +320,8 @@ class Scorer(Generic[ConfigT]):
     def _append_disk_cache(self, fresh: dict[str, dict[str, Any]]) -> None:
         if self._cache_file is None or not fresh:
             return
-        from .outputs import output_lock, write_errors
+        from ..io.locks import output_lock
+        from ..io.output_checks import write_errors
 
         text = "".join(
             json.dumps({"key": key, "result": result}, ensure_ascii=False) + "\n" for key, result in fresh.items()

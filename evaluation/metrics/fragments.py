@@ -15,7 +15,7 @@ longer match that starts inside it; we reproduce that. Then
 * density = (1/|S|) Σ_{f∈F} |f|²
 * compression = |A| / |S|
 
-Tokens: lowercased spaCy tokens (:func:`evenhand.evaluation.text.spacy_tokens`), as
+Tokens: lowercased spaCy tokens (:func:`evenhand.evaluation.text.tokens.spacy_tokens`), as
 the authors' code (``en_core_web_sm`` tokenizer, lowercased).
 
 Novel n-gram ratio (See et al. 2017's abstractiveness measure), n = 1..4:
@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..text.tokens import spacy_tokens
 from .lcs import token_ids
 from .mint import ngram_match_counts
-from .text import spacy_tokens
 
 
 @dataclass(frozen=True)

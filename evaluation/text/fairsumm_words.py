@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 #: Where the shipped tables live.
-DATA_DIR = Path(__file__).with_name("data") / "fairsumm"
+#: The package data FairSumm's word processing reads (``evaluation/data/fairsumm``).
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "fairsumm"
 
 #: The NLTK version whose behaviour (tokenizer, tagger, lemmatizer, data) the tables follow.
 NLTK_VERSION = "3.10.4"

@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..text.tokens import spacy_tokens
 from .lcs import lcs_length_ids, token_ids
-from .text import spacy_tokens
 
 
 @dataclass(frozen=True)
@@ -107,20 +107,6 @@ def mint(source: str, summary: str) -> MintScore:
     Whitespace tokens (double spaces, newlines) are kept, as in the authors' code.
     """
     return mint_tokens(spacy_tokens(source), spacy_tokens(summary))
-
-
-def mint_batch(
-    sources: Sequence[str], summaries: Sequence[str], n_jobs: int | None = None
-) -> list[MintScore]:
-    """:func:`mint` over aligned lists: the corpus path (:func:`evenhand.evaluation.corpus.mint_corpus`).
-
-    Each distinct text is tokenized once and the n-grams of all pairs are
-    matched at once; same values as :func:`mint` pair by pair. ``n_jobs``:
-    worker processes (off by default).
-    """
-    from .corpus import mint_corpus
-
-    return mint_corpus(sources, summaries, n_jobs=n_jobs)
 
 
 def mean_mint(scores: Sequence[MintScore]) -> MintScore:

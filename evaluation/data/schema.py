@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
-class DataError(ValueError):
-    """Bad input data. The message names where (file, line or index) and which field."""
+from ..errors import DataError
 
 
 @dataclass(frozen=True)

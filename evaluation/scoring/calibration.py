@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from .checks import check_finite_list, check_number, expect, json_type
-from .schema import DataError
+from ..data.checks import check_finite_list, check_number, expect, json_type
+from ..errors import DataError
 
 NORMALIZATIONS = ("rank", "zscore")
 #: Ridge strengths tried by the grouped cross-validation.

@@ -1,163 +1,27 @@
-"""Result files: JSONL reading, atomic whole-file writes (JSONL, JSON, CSV), resumable appends.
+"""``ResumableJsonl``: an append-only JSONL results file that is safe to kill and resume.
 
-``atomic_open`` (and ``write_jsonl``, ``write_json``, ``write_csv`` on it) writes a
-temporary file and renames it over the target, so a reader never sees half a file.
-``ResumableJsonl`` appends one record per line,
-flushed and fsync'ed per batch; on reopening it keeps the complete lines, drops
-a half-written last line left by a kill, stops at a corrupt line in the middle,
-refuses an output whose manifest (``<out>.manifest.json``: model, options, data
-hash) differs, and reports which keys are done. ``write_csv`` escapes cells that
-a spreadsheet would run as formulas. See ``docs/reliability.md``.
+It appends one record per line, flushed and fsync'ed per batch; on reopening it
+keeps the complete lines, drops a half-written last line left by a kill, stops
+at a corrupt line in the middle, refuses an output whose manifest
+(``<out>.manifest.json``: model, options, data hash) differs, and reports which
+keys are done. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from .checks import parse_json
-from .files import read_utf8
-from .outputs import check_output_path, new_file_mode, write_errors
-from .schema import DataError, Example
-
-
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, record)`` for each non-empty line; bad JSON raises naming file:line.
-
-    Each line goes through :func:`~evenhand.evaluation.checks.parse_json`: no NaN,
-    no lone surrogates, bounded nesting.
-    """
-    path = Path(path)
-    for lineno, line in enumerate(read_utf8(path).split("\n"), start=1):
-        if line.strip():
-            yield lineno, parse_json(line, f"{path}:{lineno}")
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """All records of a JSONL file; errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    return [record for _, record in iter_jsonl(path)]
-
-
-@contextlib.contextmanager
-def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]:
-    """A text file handle whose content replaces ``path`` only when the block ends without error.
-
-    ``path`` must be a regular file, a symlink to one (its target is replaced)
-    or absent (``check_output_path``); anything else raises OutputError before
-    a byte is written. The data goes to a temporary file beside it (flushed
-    and fsync'ed), then renamed over it; on an exception the temporary file is
-    removed and ``path`` keeps its old content. The new file gets the old
-    file's mode, or 0o666 minus the umask. A write that fails for lack of
-    space (or quota, or a read-only file system) raises OutputError naming ``path``.
-    """
-    with _atomic_file(path, "w", newline) as f:
-        yield f
-
-
-@contextlib.contextmanager
-def _atomic_file(path: str | Path, how: str, newline: str | None = None) -> Iterator[IO[Any]]:
-    """``atomic_open``'s mechanism for text (``how="w"``) or bytes (``"wb"``)."""
-    path = check_output_path(path)
-    mode = new_file_mode(path)
-    with write_errors(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with write_errors(path):
-            os.fchmod(fd, mode)
-        f = os.fdopen(fd, how, encoding="utf-8", newline=newline) if how == "w" else os.fdopen(fd, how)
-        with f:
-            yield f
-            with write_errors(path):
-                f.flush()
-                os.fsync(f.fileno())
-        with write_errors(path):
-            check_output_path(path)  # still a regular file (or absent) at the moment it is replaced
-            os.replace(tmp, path)
-    except OSError as err:
-        raise_write_error(path, err)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def raise_write_error(path: Path, err: OSError) -> None:
-    """Re-raise ``err`` as an OutputError naming ``path`` when it is a write failure (disk full...)."""
-    with write_errors(path):
-        raise err
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Replace ``path`` with ``data`` atomically (an image, say), like ``atomic_open``."""
-    target = check_output_path(path)
-    with _atomic_file(target, "wb") as f:
-        f.write(data)
-    return target
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write ``rows`` to ``path`` atomically (temporary file + rename)."""
-    with atomic_open(path) as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return Path(path)
-
-
-def write_json(path: str | Path, data: Any) -> Path:
-    """Write one JSON document to ``path`` atomically, indented for people to read."""
-    with atomic_open(path) as f:
-        f.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    return Path(path)
-
-
-#: First characters that make a spreadsheet read a cell as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def escape_cell(value: Any) -> Any:
-    """A text cell that a spreadsheet would run as a formula (``=HYPERLINK(...)``), quoted with ``'``.
-
-    Only strings are touched, and strings that are plain numbers (``-0.5``) are kept.
-    """
-    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
-        return value
-    try:
-        float(value)
-        return value
-    except ValueError:
-        return "'" + value
-
-
-def write_csv(
-    path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
-) -> Path:
-    """Write ``rows`` as CSV atomically; columns default to every key, in first-seen order.
-
-    A row without some column leaves its cell empty. Text cells (and headers)
-    starting with ``= + - @`` are escaped with a leading ``'`` (``escape_cell``), so
-    a summary or id cannot run as a formula when the CSV is opened in a spreadsheet.
-    """
-    columns = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
-    with atomic_open(path, newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow([escape_cell(c) for c in columns])
-        for row in rows:
-            writer.writerow([escape_cell(row.get(c, "")) for c in columns])
-    return Path(path)
-
-
-def write_examples(path: str | Path, examples: Iterable[Example]) -> Path:
-    """Examples in the generic JSONL format (readable by ``load_examples``)."""
-    return write_jsonl(path, (ex.to_dict() for ex in examples))
+from ..errors import DataError
+from .json_file import write_json
+from .jsonl import write_jsonl
+from .output_checks import check_output_path, write_errors
+from .parsing import parse_json
+from .utf8 import read_utf8
 
 
 def manifest_path(path: str | Path) -> Path:
@@ -170,17 +34,6 @@ def backup_path(path: str | Path) -> Path:
     """Where ``--no-resume`` moves the previous output once the first new result is ready."""
     path = Path(path)
     return path.with_name(path.name + ".bak")
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes (hex), read in 1 MiB blocks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -198,14 +51,6 @@ def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     b = _flatten(json.loads(json.dumps(new)))
     a.pop("force_resumed", None)
     return [f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-def check_output(out: str | Path, inputs: Mapping[str, str | Path | None], flag: str = "--out") -> None:
-    """Raise DataError when the output ``out`` is one of the ``inputs`` (``{flag: path}``)."""
-    target = Path(out).resolve()
-    for name, path in inputs.items():
-        if path is not None and Path(path).exists() and Path(path).resolve() == target:
-            raise DataError(f"{flag} {out} is the {name} file; write the results to another path")
 
 
 class ResumableJsonl:
@@ -352,4 +197,3 @@ class ResumableJsonl:
                 os.close(fd)
         for row in rows:
             self.records[row[self.key]] = row
-

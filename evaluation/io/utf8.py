@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .schema import DataError
+from ..errors import DataError
 
 
 def read_utf8(path: str | Path, flag: str = "") -> str:

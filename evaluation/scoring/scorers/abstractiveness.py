@@ -1,7 +1,7 @@
 """``mint`` and ``fragments``: how abstractive a summary is, on spaCy tokens of source and summary.
 
 Both score blocks of summaries through the corpus path
-(:class:`evenhand.evaluation.corpus.PairCorpus`: each distinct source
+(:class:`evenhand.evaluation.metrics.corpus.PairCorpus`: each distinct source
 tokenized once per block, shared by the two metrics when they score the same
 block one after the other); :func:`mint_row` and :func:`fragments_row` give the
 same rows one summary at a time.
@@ -14,8 +14,9 @@ from dataclasses import astuple
 from functools import lru_cache
 from typing import Any
 
+from ...data.schema import Example
+from ...errors import DataError
 from ..registry import register
-from ..schema import DataError, Example
 from ..scorer import MetricConfig, MetricScorer
 
 SOURCE_SEPARATOR = "\n"  # between documents for MINT and fragments: a spaCy whitespace token
@@ -40,13 +41,13 @@ def _named_row(columns: Sequence[str], scores: Any) -> Row:
 
 @lru_cache(maxsize=64)
 def _spacy_source(text: str) -> tuple[str, ...]:
-    from ..text import spacy_tokens
+    from ...text.tokens import spacy_tokens
 
     return tuple(spacy_tokens(text))
 
 
 def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], list[str]]:
-    from ..text import spacy_tokens
+    from ...text.tokens import spacy_tokens
 
     tokens = spacy_tokens(summary)
     if not any(t.strip() for t in tokens):
@@ -57,7 +58,7 @@ def _summary_tokens(example: Example, summary: str) -> tuple[tuple[str, ...], li
 @lru_cache(maxsize=1)
 def _pair_corpus(sources: tuple[str, ...], summaries: tuple[str, ...]) -> Any:
     """The corpus path's tokenized pairs, kept for the next metric on the same block."""
-    from ..corpus import PairCorpus
+    from ...metrics.corpus import PairCorpus
 
     return PairCorpus(sources, summaries)
 
@@ -72,7 +73,7 @@ def _corpus_for(examples: Sequence[Example], summaries: Sequence[str]) -> Any:
 
 def mint_row(example: Example, summary: str) -> Row:
     """The ``mint`` columns of one summary, computed alone (same values as the corpus path)."""
-    from ..mint import mint_tokens
+    from ...metrics.mint import mint_tokens
 
     source, tokens = _summary_tokens(example, summary)
     return _named_row(MINT_COLUMNS, mint_tokens(source, tokens))
@@ -80,7 +81,7 @@ def mint_row(example: Example, summary: str) -> Row:
 
 def fragments_row(example: Example, summary: str) -> Row:
     """The ``fragments`` columns of one summary, computed alone (same values as the corpus path)."""
-    from ..fragments import fragment_scores_tokens
+    from ...metrics.fragments import fragment_scores_tokens
 
     source, tokens = _summary_tokens(example, summary)
     return _named_row(FRAGMENT_COLUMNS, fragment_scores_tokens(source, tokens))
