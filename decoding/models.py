@@ -17,10 +17,10 @@ import importlib.util
 import io
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.io.atomic import atomic_folder
 from ..evaluation.io.digests import content_digest
 
 SMOLLM2 = "smollm2-135m-instruct"
@@ -138,20 +138,14 @@ def _convert_atomically(target: Path, write: Any) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / ".complete").exists():  # another process converted it meanwhile
             return target
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
-        try:
+        # a stale, incomplete ``target`` from a killed run is replaced
+        with atomic_folder(target, prefix=target.name + ".tmp-") as tmp:
             if verbose_env():
                 write(tmp)
             else:  # the GGUF reader's own progress bar (plain tqdm) and load bars: hidden
                 with contextlib.redirect_stderr(io.StringIO()):
                     write(tmp)
             (tmp / ".complete").write_text("ok\n")
-            if target.exists():  # a stale, incomplete folder from a killed run
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -1,60 +1,74 @@
 #!/usr/bin/env bash
-# `make test`: set-up, then every group (ruff, pyright, pytest without vLLM, the llama.cpp
-# server tests, pytest in the vLLM virtualenv), each run even when an earlier one failed.
+# `make test`: set-up, then every group (ruff, pyright, pytest without vLLM, pytest in the vLLM
+# virtualenv, the llama.cpp server tests), each run even when an earlier one failed.
 # Prints one line per group and a total; exits non-zero if any group failed.
+#
+# Two cores: the groups mostly use one, so the vLLM chain (its virtualenv, then its tests) runs
+# beside the main chain (ruff, pyright, pytest), and the portable llama.cpp build (minutes, once
+# per version and flags) beside both at low priority; the server tests run last, after it.
+# A background group's output is printed when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 VLLM_VENV=${VLLM_VENV:-.venv-vllm}
+PYTHON=${PYTHON:-python3}
 MAKE=${MAKE:-make}
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
-results=()
-failed=0
 
-group() {  # group NAME COMMAND...: run, record its status
+run_group() {  # run_group NAME COMMAND...: run it, keep "rc seconds command" in $reports/NAME.result
     local name=$1; shift
     local start=$SECONDS
-    echo "=== $name: $*"
     "$@"
-    local rc=$?
-    results+=("$(printf '%-8s %-5s %4ss  %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" $((SECONDS - start)) "$*")")
-    [ $rc -eq 0 ] || failed=1
-    return 0
+    echo "$? $((SECONDS - start)) $*" > "$reports/$name.result"
 }
 
-group setup "$MAKE" --no-print-directory setup-test PYTHON="${PYTHON:-python3}"
-# In the background, at low priority, while the first groups test: the vLLM virtualenv, then
-# the portable llama.cpp build (minutes, once per version and flags); their groups run last.
+background_group() {  # background_group NAME COMMAND...: run_group with output kept in $reports/NAME.out
+    local name=$1
+    run_group "$@" > "$reports/$name.out" 2>&1
+}
+
+echo "=== setup"
+run_group setup "$MAKE" --no-print-directory setup-test PYTHON="$PYTHON"
 (
-    "$MAKE" --no-print-directory setup-vllm PYTHON="${PYTHON:-python3}" > "$reports/vllm-setup.log" 2>&1
-    echo $? > "$reports/vllm-setup.rc"
-    if [ -x "$VENV/bin/python" ]; then
-        nice -n 10 "${PYTHON:-python3}" tools/install.py "$VENV" llama --wheel-only > "$reports/llama.log" 2>&1
+    background_group vllm-setup "$MAKE" --no-print-directory setup-vllm PYTHON="$PYTHON"
+    if [ -x "$VLLM_VENV/bin/python" ]; then
+        background_group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
     fi
 ) &
-background=$!
+vllm_chain=$!
 if [ -x "$VENV/bin/python" ]; then
-    group ruff "$VENV/bin/ruff" check .
-    group pyright "$VENV/bin/pyright"
-    group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
+    nice -n 10 "$PYTHON" tools/install.py "$VENV" llama --wheel-only > "$reports/llama-build.out" 2>&1 &
+    llama_build=$!
+    echo "=== ruff";    run_group ruff "$VENV/bin/ruff" check .
+    echo "=== pyright"; run_group pyright "$VENV/bin/pyright"
+    echo "=== pytest (the vLLM tests run beside it)"
+    run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
+    wait "$llama_build"
+    grep -v '^WARNING: Location' "$reports/llama-build.out"
+    echo "=== llama";  run_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
+    echo "=== server"; run_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
 fi
-wait "$background"
-cat "$reports/vllm-setup.log" "$reports/llama.log" 2>/dev/null | grep -v '^WARNING: Location'
-group vllm-setup test "$(cat "$reports/vllm-setup.rc")" -eq 0
-if [ -x "$VLLM_VENV/bin/python" ]; then
-    group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
-fi
-if [ -x "$VENV/bin/python" ]; then
-    group llama "$MAKE" --no-print-directory setup-llama PYTHON="${PYTHON:-python3}"
-    group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
-fi
+wait "$vllm_chain"
+for name in vllm-setup vllm; do
+    [ -f "$reports/$name.out" ] && { echo "=== $name"; grep -v '^WARNING: Location' "$reports/$name.out"; }
+done
 
 echo
+failed=0
+summary=()
+for name in setup ruff pyright pytest vllm-setup vllm llama server; do
+    if [ ! -f "$reports/$name.result" ]; then
+        summary+=("$(printf '%-10s %-5s        (did not run: its set-up failed)' "$name" FAIL)"); failed=1; continue
+    fi
+    read -r rc seconds command < "$reports/$name.result"
+    [ "$rc" -eq 0 ] || failed=1
+    summary+=("$(printf '%-10s %-5s %4ss  %s' "$name" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" "$seconds" "$command")")
+done
 echo "=== make test: $( [ $failed -eq 0 ] && echo green || echo RED )"
-printf '%s\n' "${results[@]}"
+printf '%s\n' "${summary[@]}"
 [ $failed -eq 0 ] || echo "(a group that failed before pytest could count adds no failed test below; see its line above)"
-python3 - "$reports" <<'PY'
+"$PYTHON" - "$reports" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path

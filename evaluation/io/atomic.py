@@ -92,10 +92,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_folder(folder: str | Path) -> Iterator[Path]:
+def atomic_folder(folder: str | Path, prefix: str | None = None) -> Iterator[Path]:
     """A temporary sibling folder to fill; it replaces ``folder`` when the block ends without error.
 
-    The temporary folder (``.<name>.tmp-XXXX`` beside ``folder``, mode 0o755)
+    The temporary folder (``prefix`` + random beside ``folder``; by default
+    ``.<name>.tmp-XXXX``, mode 0o755)
     is renamed into place with ``os.replace``, after removing an existing
     ``folder`` (a stale, unfinished one); so ``folder`` appears whole or not
     at all. On an exception the temporary folder is removed and ``folder`` is
@@ -104,7 +105,7 @@ def atomic_folder(folder: str | Path) -> Iterator[Path]:
     folder = Path(folder)
     with write_errors(folder):
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=prefix or f".{folder.name}.tmp-", dir=folder.parent))
     try:
         tmp.chmod(0o755)
         yield tmp
