@@ -3,10 +3,10 @@
 # virtualenv, the llama.cpp server tests), each run even when an earlier one failed.
 # Prints one line per group and a total; exits non-zero if any group failed.
 #
-# Two cores, and the groups mostly use one: the vLLM chain (its virtualenv, then its tests) and
-# the llama.cpp chain (the portable build, minutes, once per version and flags; then the server
-# tests) run beside the main chain (ruff, pyright, pytest). A background group's output is
-# printed when it ends.
+# Two cores: the groups mostly use one, so the vLLM chain (its virtualenv, then its tests) runs
+# beside the main chain (ruff, pyright, pytest), and the portable llama.cpp build (minutes, once
+# per version and flags) beside both at low priority; the server tests run last, after it.
+# A background group's output is printed when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -38,22 +38,19 @@ run_group setup "$MAKE" --no-print-directory setup-test PYTHON="$PYTHON"
 ) &
 vllm_chain=$!
 if [ -x "$VENV/bin/python" ]; then
-    (   # the llama.cpp chain: the portable build (cached), then install it (new packages only:
-        # llama-cpp-python and its server's web stack) and run the server tests
-        background_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
-        if [ "$(cut -d' ' -f1 "$reports/llama.result")" = 0 ]; then
-            background_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
-        fi
-    ) &
-    llama_chain=$!
+    nice -n 10 "$PYTHON" tools/install.py "$VENV" llama --wheel-only > "$reports/llama-build.out" 2>&1 &
+    llama_build=$!
     echo "=== ruff";    run_group ruff "$VENV/bin/ruff" check .
     echo "=== pyright"; run_group pyright "$VENV/bin/pyright"
-    echo "=== pytest (the vLLM and llama.cpp chains run beside it)"
+    echo "=== pytest (the vLLM tests run beside it)"
     run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
-    wait "$llama_chain"
+    wait "$llama_build"
+    grep -v '^WARNING: Location' "$reports/llama-build.out"
+    echo "=== llama";  run_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
+    echo "=== server"; run_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
 fi
 wait "$vllm_chain"
-for name in llama server vllm-setup vllm; do
+for name in vllm-setup vllm; do
     [ -f "$reports/$name.out" ] && { echo "=== $name"; grep -v '^WARNING: Location' "$reports/$name.out"; }
 done
 
