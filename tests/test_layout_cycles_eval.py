@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from test_layout import import_cycles
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,51 +53,9 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
-
-
 @pytest.mark.parametrize("layer", ["evaluation", "rerank", "training"])
 def test_no_import_cycle_inside_the_layer(layer: str) -> None:
-    found = cycles(import_graph(ROOT / layer, f"evenhand.{layer}"))
+    found = import_cycles(import_graph(ROOT / layer, f"evenhand.{layer}"))
     assert not found, f"import cycles in {layer}/ (imports inside functions count):\n" + "\n".join(
         " <-> ".join(c) for c in found
     )
@@ -109,7 +68,7 @@ def test_the_cycle_check_sees_a_cycle_through_a_function(tmp_path: Path) -> None
     (tmp_path / "c.py").write_text("from . import a\n")
     graph = import_graph(tmp_path, "pkg")
     assert graph["pkg.c"] == {"pkg.a"}
-    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+    assert import_cycles(graph) == [["pkg.a", "pkg.b"]]
 
 
 def test_evaluation_rooms_import_only_down() -> None:
