@@ -8,6 +8,7 @@ Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -100,13 +101,52 @@ def _quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
 
 
+def _safe_streams() -> None:
+    """Never crash on the terminal's encoding: characters it cannot show are written escaped (``\\u2060``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; bad input exits with status 2 and a one-line message.
 
     Offline unless ``--allow-download``: ``HF_HUB_OFFLINE=1`` for every library
     below, and ``evenhand.decoding.models`` loads with ``local_files_only``.
+    SIGINT, SIGTERM and SIGHUP stop a command cleanly with one line saying what
+    was kept and how to resume, exit 130 / 143 / 129 (``evenhand.interrupts``).
     """
-    args = build_parser().parse_args(argv)
+    from evenhand import interrupts
+
+    _safe_streams()
+    given = list(argv) if argv is not None else sys.argv[1:]
+    parsed: list[argparse.Namespace] = []
+    try:
+        with interrupts.handling():
+            args = build_parser().parse_args(argv)
+            parsed.append(args)
+            return _run(args)
+    except interrupts.Interrupted as err:
+        # Ctrl-C, kill, a closed terminal: the run unwound (locks released, servers stopped); say what is kept
+        interrupts.close_progress()
+        interrupts.end_children()
+        if parsed:
+            print(interrupts.message(parsed[0].command, parsed[0], given, err), file=sys.stderr)
+        else:
+            print(f"evenhand: interrupted ({interrupts.signal_name(err.signum)}) before starting; nothing was written",
+                  file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        # `evenhand sweep --list | head`: the reader left; stop quietly, as a pipeline expects
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; user mistakes and write errors become one line and exit 2."""
     verbose = args.verbose or verbose_env()
     _one_line_warnings(args.command, verbose)
     if verbose:
