@@ -101,6 +101,29 @@ def _quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
 
 
+#: argument names that are outputs (every other file named on the command line is an input)
+_OUTPUT_DESTS = {"out", "out_dir", "score_cache"}
+
+
+def _run_files(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The link rule's view of this run: every file a flag names is an input, except the outputs."""
+    from evenhand.evaluation.io.output_checks import run_files
+
+    outputs = _OUTPUT_DESTS | ({"results"} if args.command == "sweep" else set())
+    inputs: dict[str, str] = {}
+    named: list[str] = []
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, str | Path) or not str(item):
+                continue
+            if dest in outputs:
+                named.append(str(item))
+            elif os.path.isfile(item):
+                inputs[f"--{dest.replace('_', '-')} {item}"] = str(item)
+    return run_files(inputs, named)
+
+
 def _safe_streams() -> None:
     """Never crash on the terminal's encoding: characters it cannot show are written escaped (``\\u2060``)."""
     for stream in (sys.stdout, sys.stderr):
@@ -157,7 +180,8 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        return int(args._run(args) or 0)
+        with _run_files(args):
+            return int(args._run(args) or 0)
     except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
         # user mistakes: one line naming the file/field/flag and the fix, never a traceback
         message = " ".join(str(err).split())

@@ -81,8 +81,14 @@ def _train_locked(config: DPORRConfig, train: Callable[[DPORRConfig], dict[str, 
     from pathlib import Path
 
     from evenhand.evaluation.io.locks import lock_path, output_lock
-    from evenhand.evaluation.io.output_checks import check_output_dir, check_output_path
+    from evenhand.evaluation.io.output_checks import (
+        add_run_inputs,
+        check_output_dir,
+        check_output_path,
+    )
 
+    add_run_inputs({f"`{name}` {getattr(config, name)}": getattr(config, name) for name in ("data", "dev_data")
+                    if getattr(config, name, None)})
     out = Path(config.out_dir)
     check_output_dir(out, "--out", files=("manifest.json",))
     check_output_path(lock_path(out), "--out")

@@ -69,7 +69,9 @@ def plan_units(config: SweepConfig, datasets: dict[str, list[Example]]) -> list[
 def load_datasets(config: SweepConfig) -> dict[str, list[Example]]:
     """Each data set's examples (the first ``limit``); ids must be unique within a set."""
     from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.io.output_checks import add_run_inputs
 
+    add_run_inputs({f"data set {name} ({path})": path for name, path in config.datasets.items()})
     out = {}
     for name, path in config.datasets.items():
         examples = load_examples(path)[: config.limit]
