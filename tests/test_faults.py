@@ -612,3 +612,72 @@ def test_an_ascii_terminal_gets_escapes_not_a_crash(tmp_path):
     err = done.stderr.decode("ascii")
     assert done.returncode == 2 and "UnicodeEncodeError" not in err and len(err.strip().splitlines()) == 1, err
     assert "caf\\xe9\\u2013data.jsonl" in err, err
+
+
+# --- results stores: one sweep per file, report reads its own shards ---------------------------------
+
+
+def test_a_sweep_of_another_config_is_refused_on_a_results_file_unless_merged(model_dir, tmp_path, capsys):
+    data = _write_data(tmp_path / "data.jsonl", 2)
+    results = tmp_path / "r.sqlite"
+    assert main(["sweep", "--config", str(_sweep_config(tmp_path, data, model_dir, "mint")), "--quiet",
+                 "--results", str(results)]) == 0
+    before = _sha(results)
+    other = tmp_path / "other.yaml"
+    other.write_text(_sweep_config(tmp_path, data, model_dir, "mint").read_text().replace(
+        "max_new_tokens: 6", "max_new_tokens: 5"))
+    capsys.readouterr()
+    start = time.time()
+    assert main(["sweep", "--config", str(other), "--quiet", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds the results of another sweep (1 of its cells are not in this " \
+        "config, 1 of this config's are not in it)" in err and "--merge" in err, err
+    assert _sha(results) == before and time.time() - start < 60
+    assert main(["sweep", "--config", str(other), "--quiet", "--results", str(results), "--merge"]) == 0
+    from evenhand.sweep.store import read_results
+
+    assert len(read_results(results).cells) == 2 and len(read_results(results).rows) == 4
+
+
+def test_report_reads_only_the_shards_of_its_own_sweep(tmp_path, capsys):
+    from evenhand.sweep.config import Cell
+    from evenhand.sweep.store import ResultRow, ResultStore, read_results, shard_path
+
+    def store(path: Path, cell: Cell, config: str) -> None:
+        s = ResultStore(path)
+        s.set_meta("config", config)
+        s.add_cells([cell])
+        s.write([ResultRow(cell.id, "news", 0, f"ex{i}", i, f"summary {i}", {"mint": 0.1 * i}) for i in range(3)])
+        s.conn.execute("PRAGMA journal_mode=DELETE")
+        s.close()
+
+    results = tmp_path / "r.sqlite"
+    ours, theirs = Cell({"abstractiveness": 2.0}, "h2"), Cell({"abstractiveness": 8.0}, "h8")
+    store(results, ours, "ours: 1\n")
+    store(shard_path(results, 0, 2), ours, "ours: 1\n")
+    store(shard_path(results, 1, 2), theirs, "theirs: 1\n")
+    with pytest.warns(UserWarning, match=r"r\.part1-of2\.sqlite: skipped, written by another sweep"):
+        stored = read_results(results)
+    assert set(stored.cells) == {ours.id}
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep"), "--bootstrap", "5"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("skipped, written by another sweep") == 1, captured.err
+    assert "h8" not in (tmp_path / "rep" / "cells.csv").read_text()
+
+
+def test_report_on_an_unreadable_results_file_is_one_line(tmp_path, capsys, monkeypatch):
+    """What SQLite says of a file it may not open (tests may run as root, who opens anything)."""
+    import sqlite3
+
+    import evenhand.sweep.store as store
+
+    results = tmp_path / "r.sqlite"
+    results.write_bytes(b"")
+
+    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202, ARG001
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(store.sqlite3, "connect", refuse)
+    code = main(["report", "--results", str(results), "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "r.sqlite" in err, err

@@ -160,6 +160,7 @@ def run_sweep(
     process_index: int | None = None,
     num_processes: int | None = None,
     progress: bool = True,
+    merge: bool = False,
 ) -> SweepSummary:
     """Run every unfinished unit of ``config`` and store its rows.
 
@@ -174,6 +175,7 @@ def run_sweep(
         process_index, num_processes: this process's share; default from ``accelerate``
             when launched with it, else 0 of 1.
         progress: show a progress bar.
+        merge: add this sweep's cells to a results file holding another sweep's (else refused).
     """
     state = None
     if process_index is None or num_processes is None:
@@ -203,7 +205,7 @@ def run_sweep(
     check_results_file(results, path)
     with output_lock(path, "--results"):  # a second sweep writing this file exits 2 naming this one
         return _run_locked(config, results, path, datasets, load_model, rerank_fn, on_row,
-                           process_index, num_processes, state, progress)
+                           process_index, num_processes, state, progress, merge)
 
 
 def check_results_file(results: Path, path: Path) -> None:
@@ -239,6 +241,25 @@ def scoring_of(config: SweepConfig) -> dict[str, Any]:
         "metrics": list(config.metrics), "factuality": config.factuality,
         "factuality_options": dict(config.factuality_options), "extra_scorers": list(config.extra_scorers),
     }
+
+
+def check_same_sweep(store: ResultStore, config: SweepConfig, results: Path, merge: bool) -> None:
+    """Refuse a results file that holds finished rows of another sweep's cells, unless ``merge``.
+
+    A sweep with other cells (another grid, other base settings) would mix its
+    cells into the first sweep's table and report; ``--merge`` asks for that.
+    """
+    if merge or not store.has_rows():
+        return
+    stored = {str(c) for (c,) in store.conn.execute("SELECT cell_id FROM cells")}
+    ours = {cell.id for cell in config.cells}
+    if stored == ours:
+        return
+    raise DataError(
+        f"{results}: holds the results of another sweep ({len(stored - ours)} of its cells are not in this "
+        f"config, {len(ours - stored)} of this config's are not in it); write to a new --results file, or pass "
+        "--merge to add this sweep's cells to it"
+    )
 
 
 def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
@@ -296,7 +317,7 @@ def _run_locked(
     config: SweepConfig, results: Path, path: Path, datasets: dict[str, list[Example]],
     load_model: Callable[[str], tuple[Any, Any]] | None, rerank_fn: Callable[..., list[dict[str, Any]]] | None,
     on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
-    progress: bool,
+    progress: bool, merge: bool = False,
 ) -> SweepSummary:
     from tqdm.auto import tqdm
 
@@ -305,6 +326,7 @@ def _run_locked(
 
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
     try:
+        check_same_sweep(store, config, results, merge)
         missing = check_freshness(store, config, results)
     except BaseException:
         store.close()
