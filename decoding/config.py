@@ -21,6 +21,9 @@ from ..evaluation.errors import DataError
 from .processors.group_vocab import parse_fairness
 from .prompts.templates import KIND_CHOICES, check_kind
 
+#: the smallest usable sampling temperature: logits divided by less overflow float32 to inf
+MIN_TEMPERATURE = 0.001
+
 
 @dataclass
 class DecodingSettings:
@@ -74,7 +77,8 @@ class DecodingSettings:
                 f"`temperature` must be a positive float, got {self.temperature}; "
                 "for deterministic decoding set `do_sample=False` instead"
             )
-        check_number(self.temperature, "temperature", low=0, low_open=True, high=100)
+        # below 0.001 the scaled logits overflow to inf and sampling fails (1e-320 is positive, not usable)
+        check_number(self.temperature, "temperature", low=MIN_TEMPERATURE, high=100)
         check_number(self.repetition_penalty, "repetition_penalty", low=0, low_open=True, high=100)
         check_number(self.top_p, "top_p", low=0, low_open=True, high=1, none_ok=True)
         check_count(self.top_k, "top_k", low=0, none_ok=True)  # 0 = off (nucleus recipe)

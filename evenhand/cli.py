@@ -101,6 +101,21 @@ def _quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
 
 
+def _check_cache_env() -> None:
+    """``EVENHAND_CACHE`` must be a folder (or not exist yet): a file there is one line, not a traceback."""
+    value = os.environ.get("EVENHAND_CACHE")
+    if not value:
+        return
+    path = Path(value).expanduser()
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                what = "is" if folder == path else f"is under {folder}, which is"
+                raise DataError(f"environment variable EVENHAND_CACHE={value}: {what} not a folder; point it at "
+                                "a folder (created if missing) or unset it")
+            return
+
+
 #: argument names that are outputs (every other file named on the command line is an input)
 _OUTPUT_DESTS = {"out", "out_dir", "score_cache"}
 
@@ -180,6 +195,7 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
+        _check_cache_env()
         with _run_files(args):
             return int(args._run(args) or 0)
     except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:

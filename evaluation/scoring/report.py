@@ -125,6 +125,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
     from ..data.checks import expect
+    from ..data.limits import check_text_size
     from ..io.jsonl import iter_jsonl
 
     out: dict[str, str] = {}
@@ -137,6 +138,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
         key = str(record["id"])
         if key in out:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")
+        check_text_size(record["summary"], f"{path}:{number}", "summary")
         out[key] = record["summary"]
     return out
 

@@ -52,8 +52,17 @@ def run(args: argparse.Namespace) -> int:
     if args.config is None and (args.data is None or args.out_dir is None):
         raise DataError("give --config FILE, or both --data FILE and --out DIR")
     config = config_from_args(DPORRConfig, args, config_file=args.config)
+    if config.data is None:  # an empty or comments-only --config, and no --data
+        raise DataError(f"--config {args.config}: sets no `data`; add `data: FILE` to it or pass --data FILE")
     if config.scorers:
         split_names(config.scorers, "scorers")  # registered names, before any model loads
+    if config.weights is not None and config.scorer_names:
+        from evenhand.rerank.scorers.composite import check_weights
+
+        try:
+            check_weights(config.weights, config.scorer_names)
+        except ValueError as err:
+            raise DataError(str(err)) from None
     check_device(config.device, "`device`")
     from evenhand.training.vllm_policy import check_engine_config
 
