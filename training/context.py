@@ -124,8 +124,6 @@ class RunContext:
         if adapter is not None:
             self.model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
         else:
-            from peft.tuners.tuners_utils import NoMatchingPeftModuleError
-
             from ..evaluation.errors import DataError
 
             lora = LoraConfig(
@@ -136,7 +134,7 @@ class RunContext:
                 torch.manual_seed(c.seed)
                 try:
                     self.model = get_peft_model(base, lora)
-                except (NoMatchingPeftModuleError, ValueError) as err:
+                except ValueError as err:  # peft's NoMatchingPeftModuleError: no module of that name
                     names = sorted({n.rsplit(".", 1)[-1] for n, m in base.named_modules()
                                     if isinstance(m, torch.nn.Linear)})
                     raise DataError(
