@@ -14,6 +14,7 @@ exits at once. See ``docs/reliability.md``.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import shlex
@@ -92,10 +93,21 @@ def handling() -> Iterator[None]:
     state: dict[str, int] = {}
 
     def first(signum: int, frame: Any) -> None:  # noqa: ARG001
+        if state.pop("reraise", 0):  # the first one was swallowed (below): raise it again
+            raise Interrupted(state["signum"])
         if "signum" in state:
             again(signum)
         state["signum"] = signum
         raise Interrupted(signum)
+
+    def swallowed(unraisable: Any) -> None:
+        """An Interrupted raised inside a ``__del__`` or a callback is printed and dropped by Python: raise
+        it again in the main thread (``_thread.interrupt_main``) right after, so the run still stops."""
+        if isinstance(unraisable.exc_value, Interrupted) and "signum" in state:
+            state["reraise"] = 1  # from another thread, once this callback has returned (again if swallowed again)
+            threading.Timer(0.05, _thread.interrupt_main, (state["signum"],)).start()
+            return
+        previous_hook(unraisable)
 
     def again(signum: int) -> None:
         close_progress()
@@ -110,9 +122,12 @@ def handling() -> Iterator[None]:
     for number in SIGNALS.values():
         with contextlib.suppress(OSError, ValueError):
             previous[number] = signal.signal(number, first)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = swallowed
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for number, handler in previous.items():
             with contextlib.suppress(OSError, ValueError, TypeError):
                 signal.signal(number, handler)
@@ -132,21 +147,37 @@ def _count_records(path: Path) -> int:
         return 0
 
 
+def _count_rows(path: Path) -> int | None:
+    """Rows committed to a sweep's results file (None: unreadable)."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+    except (sqlite3.Error, OSError, ValueError):
+        return None
+
+
 def kept(command: str, args: Any) -> str:
     """What an interrupted ``command`` leaves behind, in a few words."""
     if command in ("generate", "rerank", "meta-eval"):
         out = Path(args.out)
-        noun = "scorers" if command == "meta-eval" else "records"
+        noun = "scorer" if command == "meta-eval" else "record"
         done = _count_records(out)
-        return f"kept {done} finished {noun} in {out}" if done else f"no {noun} finished yet"
+        if not done:
+            return f"no {noun} finished yet"
+        return f"kept {done} finished {noun}{'' if done == 1 else 's'} in {out}"
     if command == "sweep":
         results = getattr(args, "results", None)
-        return f"kept the finished batches in {results}" if results else "kept the finished batches"
+        if not results:
+            return "kept the finished batches"
+        rows = _count_rows(Path(results))
+        return f"kept {rows} finished rows in {results}" if rows is not None else f"kept the finished batches in {results}"
     if command == "train":
         out = getattr(args, "out_dir", None)
         if out:
             done = sorted(p.name for p in Path(out).glob("iter_*") if p.is_dir())
-            return f"kept {len(done)} finished iterations in {out}"
+            return f"kept {len(done)} finished iteration{'' if len(done) == 1 else 's'} in {out}"
         return "kept the finished iterations in the run folder"
     if command in _WHOLE_FILE:
         out = getattr(args, "out", None)

@@ -681,3 +681,16 @@ def test_report_on_an_unreadable_results_file_is_one_line(tmp_path, capsys, monk
     code = main(["report", "--results", str(results), "--out", str(tmp_path / "rep")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "r.sqlite" in err, err
+
+
+def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
+    """Python drops an exception raised inside ``__del__``; the handler raises it again right after."""
+    script = tmp_path / "swallow.py"
+    script.write_text(
+        "import os, signal, sys, time\nfrom evenhand import interrupts\n"
+        "class D:\n    def __del__(self):\n        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        for _ in range(1000):\n            sum(range(10))\n"
+        "try:\n    with interrupts.handling():\n        D()\n        time.sleep(3)\n"
+        "        print('not stopped')\nexcept interrupts.Interrupted as err:\n    print('stopped', err.exit_code)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "stopped 143" and "Traceback" not in done.stderr, (done.stdout, done.stderr)
