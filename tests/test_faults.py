@@ -694,3 +694,30 @@ def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
         "        print('not stopped')\nexcept interrupts.Interrupted as err:\n    print('stopped', err.exit_code)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "stopped 143" and "Traceback" not in done.stderr, (done.stdout, done.stderr)
+
+
+def test_sigterm_during_a_sweep_keeps_committed_rows_and_the_resume_completes_them(model_dir, tmp_path):
+    import sqlite3
+
+    data = _write_data(tmp_path / "data.jsonl", 12)
+    config = _sweep_config(tmp_path, data, model_dir, "mint")
+    results, fresh = tmp_path / "r.sqlite", tmp_path / "fresh.sqlite"
+
+    def rows() -> int:
+        try:
+            with sqlite3.connect(results.resolve().as_uri() + "?mode=ro", uri=True, timeout=1) as conn:
+                return conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+
+    argv = ["sweep", "--config", str(config), "--results", str(results)]
+    status, err, took = _signalled(argv, signal.SIGTERM, lambda: rows() > 0)
+    line = _last_line(err)
+    kept = rows()
+    assert status == 143 and 0 < kept < 12 and took < 30, (status, err)
+    assert line == (f"evenhand sweep: interrupted (SIGTERM); kept {kept} finished rows in {results}; "
+                    f"resume with: evenhand {' '.join(argv)}"), line
+    assert not lock_path(results).exists()
+    assert main([*argv, "--quiet"]) == 0
+    assert main(["sweep", "--config", str(config), "--quiet", "--results", str(fresh)]) == 0
+    assert _stored_rows(results) == _stored_rows(fresh)
