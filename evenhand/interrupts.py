@@ -179,6 +179,9 @@ def kept(command: str, args: Any) -> str:
             done = sorted(p.name for p in Path(out).glob("iter_*") if p.is_dir())
             return f"kept {len(done)} finished iteration{'' if len(done) == 1 else 's'} in {out}"
         return "kept the finished iterations in the run folder"
+    if command == "report" and getattr(args, "out", None):
+        return (f"{Path(args.out) / 'index.html'} was not written (the page is written last; an older page "
+                "is unchanged)")
     if command in _WHOLE_FILE:
         out = getattr(args, "out", None)
         if out:
