@@ -1324,6 +1324,7 @@ ROUND3_FILES: dict[str, str] = {
     "zw_doc.jsonl": _line(_rec(documents=[{"text": "\u200b\u2060\ufeff", "group": "pos"},
                                           {"text": "Bad.", "group": "neg"}])),
     "zw_ids.jsonl": _line(_rec(id="a")) + _line(_rec(id="a\u200b")),
+    "zw_ids.csv": "example_id,text,group\na,Great.,pos\na\u2060,Bad.,neg\n",
     "big_summary.jsonl": '{"id": "a", "summary": "' + BIG_DOC + '"}\n{"id": "b", "summary": "Nice."}\n',
     "big_controlled.json": json.dumps([
         {"source": ["The mayor cut taxes."], "summaries": [
@@ -1349,6 +1350,8 @@ ROUND3_CASES: list[tuple[list[str], str]] = [
     (["generate", "--data", "{w}/zw_doc.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
      "`documents[0].text` is empty (or only invisible characters)"),
     (["evaluate", "--data", "{w}/zw_ids.jsonl", "--summaries", "references", "--out", "{w}/o.jsonl"],
+     "differ only by invisible characters"),
+    (["generate", "--data", "{w}/zw_ids.csv", "--out", "{w}/o.jsonl", "--model", "{m}"],
      "differ only by invisible characters"),
 ]
 

@@ -157,7 +157,7 @@ def load_csv(path: str | Path) -> list[Example]:
         example = Example(id=k, documents=docs)
         example.location = f"{path}:{first_line[k]}"
         examples.append(example.validate(example.location))
-    return examples
+    return _unique(examples, path)  # ids that differ only by invisible characters
 
 
 def load_fairsumm(path: str | Path) -> list[Example]:
