@@ -529,19 +529,21 @@ def _last_line(err: str) -> str:
 def test_a_signal_during_generate_keeps_finished_batches_and_the_resume_is_identical(
     tmp_path, model_dir, signum, code
 ):
-    data = _write_data(tmp_path / "data.jsonl", 12)
-    flags = ["--model", str(model_dir), "--max-new-tokens", "12", "--batch-size", "2"]
+    data = _write_data(tmp_path / "data.jsonl", 10)
+    flags = ["--model", str(model_dir), "--max-new-tokens", "10", "--batch-size", "2"]
     part, full = tmp_path / "part.jsonl", tmp_path / "full.jsonl"
     argv = ["generate", "--data", str(data), "--out", str(part), *flags, "--no-resume"]
     status, err, took = _signalled(argv, signum, lambda: part.exists() and part.stat().st_size > 0)
     line = _last_line(err)
     kept = len(part.read_text().splitlines())
-    assert status == code and 0 < kept < 12, (status, err)
+    assert status == code and 0 < kept < 10, (status, err)
     assert line.startswith(f"evenhand generate: interrupted ({signal.Signals(signum).name}); "), line
     assert f"kept {kept} finished records in {part}" in line
     resume = line.split("resume with: ", 1)[1]
     assert resume == " ".join(["evenhand", *argv[:-1]])  # --no-resume dropped: it would discard what is kept
     assert part.read_text().endswith("\n") and not lock_path(part).exists() and took < 30
+    if signum != signal.SIGINT:
+        return  # the resume below is the same for every signal: run it once
     assert main(resume.split()[1:]) == 0
     assert main(["generate", "--data", str(data), "--out", str(full), *flags]) == 0
     assert part.read_bytes() == full.read_bytes()
