@@ -77,8 +77,10 @@ class DecodingSettings:
                 f"`temperature` must be a positive float, got {self.temperature}; "
                 "for deterministic decoding set `do_sample=False` instead"
             )
-        # below 0.001 the scaled logits overflow to inf and sampling fails (1e-320 is positive, not usable)
-        check_number(self.temperature, "temperature", low=MIN_TEMPERATURE, high=100)
+        check_number(self.temperature, "temperature", low=0, low_open=True, high=100)
+        if self.temperature < MIN_TEMPERATURE:  # 1e-320 is positive, but the scaled logits overflow to inf
+            raise ValueError(f"`temperature` must be at least {MIN_TEMPERATURE} (smaller values overflow when "
+                             f"sampling), got {self.temperature!r}")
         check_number(self.repetition_penalty, "repetition_penalty", low=0, low_open=True, high=100)
         check_number(self.top_p, "top_p", low=0, low_open=True, high=1, none_ok=True)
         check_count(self.top_k, "top_k", low=0, none_ok=True)  # 0 = off (nucleus recipe)

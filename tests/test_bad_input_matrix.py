@@ -1460,7 +1460,7 @@ ROUND3_TRACEBACKS: list[tuple[str, list[str], str]] = [
                               "--fair", "equal", "--fair-meaning", "1", "--fair-meaning-encoder", "{w}/notenc",
                               "--max-new-tokens", "4"], "--fair-meaning-encoder"),
     ("temperature-subnormal", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
-                               "--do-sample", "--temperature", "1e-320"], "`temperature` must be a float >= 0.001"),
+                               "--do-sample", "--temperature", "1e-320"], "`temperature` must be at least 0.001"),
     ("cache-is-a-file", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
      "EVENHAND_CACHE="),
     *[(f"{cmd}-{flag[2:]}-{value}", [*argv, flag, value], flag)

@@ -595,8 +595,8 @@ def test_a_second_ctrl_c_exits_at_once_and_ends_the_children(tmp_path, model_dir
 
 def test_sweep_list_into_a_closed_pipe_stops_quietly(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(_examples(1)[0]) + "\n")
-    (tmp_path / "s.yaml").write_text("datasets:\n  d: d.jsonl\nseeds: [" +
-                                     ", ".join(str(i) for i in range(3000)) + "]\n")
+    (tmp_path / "s.yaml").write_text("datasets:\n  d: d.jsonl\ngrid:\n  max_new_tokens: [" +
+                                     ", ".join(str(i) for i in range(1, 3001)) + "]\n")  # 3000 cells, > a pipe's buffer
     shell = (f"{sys.executable} -m evenhand sweep --config {tmp_path / 's.yaml'} --list | head -1; "
              "echo status=${PIPESTATUS[0]}")
     done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
