@@ -267,7 +267,7 @@ def _read_json(path: Path) -> list[Any]:
 
 
 def _unique(examples: list[Example], path: Path) -> list[Example]:
-    from .limits import visible
+    from ..io.limits import visible
 
     seen: dict[str, str] = {}
     for ex in examples:

@@ -135,7 +135,7 @@ class Example:
             raise DataError(
                 f"{loc}example {self.id!r}: field `documents` is empty; give at least one document"
             )
-        from .limits import check_text_size, is_blank
+        from ..io.limits import check_text_size, is_blank
 
         for i, doc in enumerate(self.documents):
             if not isinstance(doc.text, str) or is_blank(doc.text):

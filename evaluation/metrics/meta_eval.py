@@ -50,7 +50,7 @@ class ControlledSet:
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""
-    from ..data.limits import check_text_size
+    from ..io.limits import check_text_size
     from ..io.utf8 import read_utf8
 
     path = Path(path)
@@ -132,7 +132,7 @@ def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> Control
             raise DataError(f"{where}: `source` must be a non-empty text or list of texts")
         if not isinstance(row["summary"], str):
             raise DataError(f"{where}: `summary` must be a string")
-        from ..data.limits import check_text_size
+        from ..io.limits import check_text_size
 
         check_text_size("".join(source), where, "source")
         check_text_size(row["summary"], where, "summary")

@@ -125,8 +125,8 @@ def read_summaries(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise DataError(f"{path}: summaries file not found")
     from ..data.checks import expect
-    from ..data.limits import check_text_size
     from ..io.jsonl import iter_jsonl
+    from ..io.limits import check_text_size
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):
