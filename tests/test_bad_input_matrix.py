@@ -1498,3 +1498,17 @@ def test_round3_tracebacks_are_one_line(work, model_dir, adapters, capsys, monke
     assert lines[-1].startswith(f"evenhand {argv[0]}: error: ") and needle in lines[-1], lines[-1]
     assert "Traceback" not in captured.err + captured.out
     assert _snapshot(work) == before and time.monotonic() - start < 120
+
+
+def test_a_sweep_prompt_past_the_context_is_one_line_before_any_bar(work, model_dir, capsys):
+    """The first model's prompts are checked right after it loads, before the progress bar starts."""
+    (work / "ctx.yaml").write_text(f"datasets:\n  d: data.jsonl\nbase:\n  model: {model_dir}\n  max_new_tokens: 2040\n")
+    before = _snapshot(work)
+    code = _run_bounded(["sweep", "--config", str(work / "ctx.yaml"), "--results", str(work / "ctx.sqlite")])
+    captured = capsys.readouterr()
+    lines = [part for line in captured.err.splitlines() for part in line.split("\r") if part.strip()]
+    assert code == 2 and len(lines) == 1, captured.err
+    assert lines[0].startswith("evenhand sweep: error: ") and "more than the model's context allows" in lines[0]
+    assert "Traceback" not in captured.err + captured.out
+    after = _snapshot(work)
+    assert {k: v for k, v in after.items() if k in before} == before  # only the new results file appeared

@@ -151,6 +151,25 @@ def _load(name: str, engine: str, load_model: Callable[[str], tuple[Any, Any]]) 
     return load_model(name)
 
 
+def check_unit_prompts(model: Any, tokenizer: Any, units: list[Unit]) -> None:
+    """Every unit's prompts fit the model's context (DataError naming file:line), checked right after
+    the model loads and before any progress bar, so the error is one clean line. Prompts do not
+    depend on the seed: each (data set, batch, cell) is checked once."""
+    from evenhand.decoding.engines.transformers import encode_prompts
+
+    seen: set[tuple[str, int, str]] = set()
+    for unit in units:
+        key = (unit.dataset, unit.start, unit.cell.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        config = unit.cell.generate_config(unit.seed)
+        if hasattr(model, "check_prompts"):  # an engine (vLLM, a server)
+            model.check_prompts(list(unit.examples), config)
+        elif hasattr(model, "config"):
+            encode_prompts(model, tokenizer, list(unit.examples), config)
+
+
 def run_sweep(
     config: SweepConfig,
     results: str | Path | None = None,
@@ -363,13 +382,17 @@ def _run_locked(
     skipped = sum(len(u.examples) for u in mine) - sum(len(u.examples) for u in todo)
     written = 0
     loaded: tuple[tuple[str, str], Any, Any] | None = None
-    bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
+    bar: Any = None  # started once the first model has loaded and its prompts are checked
     try:
         for unit in todo:
             cell = unit.cell
             if loaded is None or loaded[0] != (cell.model, cell.engine):
                 loaded = None  # free the previous model first
                 loaded = ((cell.model, cell.engine), *_load(cell.model, cell.engine, load_model))
+                check_unit_prompts(loaded[1], loaded[2], [u for u in todo if (u.cell.model, u.cell.engine)
+                                                          == (cell.model, cell.engine)])
+            if bar is None:
+                bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
             _, model, tokenizer = loaded
             gen_config = dataclasses.replace(cell.generate_config(unit.seed), seed=unit.seed + unit.start)
             t0 = time.perf_counter()
@@ -403,7 +426,8 @@ def _run_locked(
                 if on_row is not None:
                     on_row(row)
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
         store.close()
     if num_processes > 1 and state is not None:
         state.wait_for_everyone()
