@@ -1456,6 +1456,8 @@ ROUND3_TRACEBACKS: list[tuple[str, list[str], str]] = [
     ("train-comment-yaml", ["train", "--config", "{w}/comment.yaml"], "sets no `data`"),
     ("train-weights", ["train", "--config", "{w}/weights.yaml"], "`weights` gives 3 numbers for 2 scorers"),
     ("train-lora-target", ["train", "--config", "{w}/target.yaml"], "`lora_target` nope_proj: no such module"),
+    ("train-min-gap", ["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--min-gap", "1e30"],
+     "`min_gap` 1e+30 can never be met"),
     ("fair-meaning-encoder", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
                               "--fair", "equal", "--fair-meaning", "1", "--fair-meaning-encoder", "{w}/notenc",
                               "--max-new-tokens", "4"], "--fair-meaning-encoder"),
