@@ -328,7 +328,9 @@ def check_examples(examples: Sequence[Example], config: FairnessSettings) -> Non
             if isinstance(config.fairness, dict):
                 unknown = sorted(set(config.fairness) - set(groups))
                 if unknown:
+                    named = f"{unknown[:5]}" + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
                     raise DataError(
-                        f"{where}: example {ex.id!r}: `fairness` names groups {unknown} that are not "
-                        f"among its groups {groups}; use the example's group labels as keys"
+                        f"{where}: example {ex.id!r}: `fairness` names groups {named} that are not "
+                        f"among its groups {groups[:10]}{' ...' if len(groups) > 10 else ''}; use the example's "
+                        "group labels as keys"
                     )

@@ -1463,6 +1463,10 @@ ROUND3_TRACEBACKS: list[tuple[str, list[str], str]] = [
                               "--max-new-tokens", "4"], "--fair-meaning-encoder"),
     ("temperature-subnormal", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
                                "--do-sample", "--temperature", "1e-320"], "`temperature` must be at least 0.001"),
+    ("fair-target-10000-groups", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
+                                  "--fair-strength", "1", "--fair",
+                                  json.dumps({f"g{i}": 1 for i in range(10_000)})],
+     "`fairness` names groups ['g0', 'g1', 'g10', 'g100', 'g1000'] and 9995 more that are not among its groups"),
     ("cache-is-a-file", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
      "EVENHAND_CACHE="),
     *[(f"{cmd}-{flag[2:]}-{value}", [*argv, flag, value], flag)
