@@ -282,8 +282,9 @@ def check_demo_outputs(out: str) -> Path:
     """
     from evenhand.evaluation.errors import DataError
     from evenhand.evaluation.io.locks import lock_path
-    from evenhand.evaluation.io.output_checks import check_output_path
+    from evenhand.evaluation.io.output_checks import add_run_inputs, check_output_path
 
+    add_run_inputs({f"the bundled demo data {demo_path()}": demo_path()})  # --out may not lead into the bundled data
     check_output_path(out, "--out")
     csv_path = _csv_path(out)
     if csv_path.resolve() == Path(out).resolve():

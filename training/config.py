@@ -181,6 +181,10 @@ class DPORRConfig:
         check_number(self.grpo_beta, "grpo_beta", low=0, high=100)
         check_number(self.lora_dropout, "lora_dropout", low=0, high=1, high_open=True)
         check_number(self.min_gap, "min_gap", low=0)
+        if not self.fairness and self.normalize == "minmax" and self.min_gap > 1:
+            # minmax composites lie in [0, 1]: no pair could ever form, and the run would train on nothing
+            raise ValueError(f"`min_gap` {self.min_gap:g} can never be met: with `normalize: minmax` composite "
+                             "scores lie in [0, 1], so gaps are at most 1; lower it")
         if self.weights is not None:
             check_finite_list(self.weights, "weights")
         if self.pair_strategy not in PAIR_STRATEGIES:

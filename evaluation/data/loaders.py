@@ -157,7 +157,7 @@ def load_csv(path: str | Path) -> list[Example]:
         example = Example(id=k, documents=docs)
         example.location = f"{path}:{first_line[k]}"
         examples.append(example.validate(example.location))
-    return examples
+    return _unique(examples, path)  # ids that differ only by invisible characters
 
 
 def load_fairsumm(path: str | Path) -> list[Example]:
@@ -267,11 +267,18 @@ def _read_json(path: Path) -> list[Any]:
 
 
 def _unique(examples: list[Example], path: Path) -> list[Example]:
-    seen: set[str] = set()
+    from ..io.limits import visible
+
+    seen: dict[str, str] = {}
     for ex in examples:
         if ex.id in seen:
             raise DataError(f"{path}: duplicate example id {ex.id!r}; ids must be unique")
-        seen.add(ex.id)
+        shown = visible(ex.id)
+        if shown in seen:
+            raise DataError(f"{path}: example ids {seen[shown]!r} and {ex.id!r} differ only by invisible "
+                            "characters, so they print the same; make the ids differ visibly")
+        seen[ex.id] = ex.id
+        seen.setdefault(shown, ex.id)
     return examples
 
 

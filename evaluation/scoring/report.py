@@ -126,6 +126,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
         raise DataError(f"{path}: summaries file not found")
     from ..data.checks import expect
     from ..io.jsonl import iter_jsonl
+    from ..io.limits import check_text_size
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):
@@ -137,6 +138,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
         key = str(record["id"])
         if key in out:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")
+        check_text_size(record["summary"], f"{path}:{number}", "summary")
         out[key] = record["summary"]
     return out
 

@@ -222,6 +222,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
     """
 
     Config = LmConfig
+    _warned_cut: bool = False  # a sentence longer than max_source_tokens was cut (warned once)
     cli_options = {
         "lm_model": "model", "device": "device", "engine": "engine",
         "max_concurrency": "max_concurrency", "server_timeout": "timeout",
@@ -349,6 +350,14 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         chunks = []
         for chunk in alignscore_chunks(text, self.config.chunk_words):
             ids = self._ids(chunk)
+            if len(ids) > limit and not self._warned_cut:  # stated, never silent (once per scorer)
+                import warnings
+
+                self._warned_cut = True
+                warnings.warn(
+                    f"{self.model_id}: example {example.id!r} holds a sentence of {len(ids)} tokens, more than "
+                    f"`max_source_tokens` ({limit}); it is scored on its first {limit} tokens (and so is any "
+                    "other such sentence); split long sentences or raise `max_source_tokens`", stacklevel=2)
             chunks.append(chunk if len(ids) <= limit else self._load()[1].decode(ids[:limit]))
         return chunks
 
