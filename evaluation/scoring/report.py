@@ -86,28 +86,26 @@ def evaluate(
     chosen = resolve_scorers(scorers)
     if not items:
         raise DataError("nothing to evaluate: no summaries were given")
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from ..io.progress import Progress, report_part
 
-        bar = tqdm(total=len(items), desc="evaluate", unit="summary")
+    bar = Progress(len(items), "evaluate", "summary", disable=not progress)
     rows: list[Row] = []
     records: dict[str, list[Row]] = {s.label: [] for s in chosen}
     try:
         for lo in range(0, len(items), EVALUATE_BLOCK):
             block = items[lo : lo + EVALUATE_BLOCK]
             block_rows: list[Row] = [{"id": i.id, "example_id": i.example.id} for i in block]
-            for scorer in chosen:
+            bar.begin(len(block))
+            for k, scorer in enumerate(chosen):
+                report_part(k, len(chosen))  # each scorer a share of the block in flight
                 details = scorer.score_details([i.example for i in block], [i.summary for i in block])
                 records[scorer.label].extend(details)
                 for row, detail in zip(block_rows, details):
                     row.update(scorer.columns(detail))
             rows.extend(block_rows)
-            if bar is not None:
-                bar.update(len(block))
+            bar.update(len(block))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     corpus = [
         {"metric": stat, "value": value, "n": len(items)}
         for scorer in chosen

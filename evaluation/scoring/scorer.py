@@ -257,13 +257,12 @@ class Scorer(Generic[ConfigT]):
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _fill(self, todo: list[tuple[str, int]], examples: list[Example], outputs: list[str]) -> None:
-        from tqdm.auto import tqdm
+        from ..io.progress import Progress, open_bars, report_fraction
 
         size = self.config.batch_size
-        bar = tqdm(
-            total=len(todo), desc=self.name, unit="out",
-            disable=not self.config.progress or len(todo) <= size,
-        )
+        # its own bar unless a caller's is shown (then batches move the caller's work in flight)
+        outer = open_bars() > 0
+        bar = Progress(len(todo), self.name, "out", disable=not self.config.progress or len(todo) <= size or outer)
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
             results = self._score_batch(
@@ -281,6 +280,8 @@ class Scorer(Generic[ConfigT]):
             self._cache.update(fresh)
             self._append_disk_cache(fresh)
             bar.update(len(chunk))
+            if outer:
+                report_fraction((start + len(chunk)) / len(todo))
         bar.close()
 
     def _load_disk_cache(self) -> None:

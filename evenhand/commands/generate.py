@@ -48,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
     sweep's rule: a resumed run regenerates an interrupted batch whole and
     writes exactly what an uninterrupted run writes, for every decoding mode.
     """
-    from tqdm.auto import tqdm
-
     from evenhand.commands._outputs import check_results_path, locked, open_results
     from evenhand.commands._scoring import open_generator
     from evenhand.decoding.config import GenerateConfig, check_examples
@@ -60,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.data.schema import Example
     from evenhand.evaluation.errors import DataError
     from evenhand.evaluation.io.output_checks import check_output
+    from evenhand.evaluation.io.progress import Progress
 
     config = config_from_args(GenerateConfig, args)
     check_seed(config.seed)  # batches are decoded with seed + batch start
@@ -93,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
         if todo:
             engine.check_prompts([ex for _, b in todo for ex in b if needed(ex)], config)  # loads the model
-            bar = tqdm(total=remaining, desc="generate", unit="ex")
+            bar = Progress(remaining, "generate", "ex")  # per example, the batch in flight as it decodes
             stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:
+                bar.begin(sum(needed(ex) for ex in batch))
                 summaries = generate(
                     engine, None, batch, dataclasses.replace(config, seed=config.seed + start), progress=False,
                 )
