@@ -88,7 +88,7 @@ class DPORRConfig:
     generate_batch_size: int = field(default=4, metadata=_help("Sequences per generate() call."))
     # -- scoring and pairs ---------------------------------------------------------------
     scorers: list[str] = field(
-        default_factory=lambda: DEFAULT_SCORERS.split(","),
+        default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
         metadata={**_help("Registered scorers combined by `composite` (the ones `evenhand rerank` "
                           "selects with)."), "scorers": True},
     )
