@@ -103,7 +103,16 @@ def config_from_args(
 
 #: Options several commands share: name -> (flag, argparse keywords). See ``add_common_options``.
 COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "data": ("--data", {"required": True, "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json."}),
+    "data": ("--data", {
+        "required": True, "type": lambda value: resolve_data(value),
+        "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json; `demo`: the bundled demo sets.",
+    }),
+    "attribute": ("--attribute", {
+        "default": None,
+        "help": "What the groups are (rating, sentiment, speaker, stance, party, gender...): a CSV's column "
+        "holding them (default: `group`, else the one column named after a known attribute), and the "
+        "attribute of JSONL examples without one; it picks the prompt kind (--prompt-kind auto).",
+    }),
     "model": ("--model", {
         "default": "smollm2-135m-instruct",
         "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
@@ -129,6 +138,17 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def resolve_data(value: str) -> str:
+    """``--data``: a path, or ``demo`` for the bundled demo sets (unless a file ``demo`` exists)."""
+    from pathlib import Path
+
+    if value == "demo" and not Path(value).exists():
+        from importlib import resources
+
+        return str(resources.files("evenhand") / "data" / "demo.jsonl")
+    return value
+
+
 def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: str) -> None:
     """Add the shared options ``names`` (keys of :data:`COMMON_OPTIONS`); ``helps`` rewords their help."""
     for name in names:
@@ -136,14 +156,16 @@ def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: st
         if name == "engine":  # an engine registered after import is a choice too
             keywords = {**keywords, "choices": engine_names()}
         parser.add_argument(flag, **{**keywords, "help": helps.get(name, keywords["help"])})
+        if name == "data":  # what the data's groups are travels with the data
+            add_common_options(parser, "attribute")
 
 
-def load_limited(path: str, limit: int | None) -> list[Any]:
-    """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
+def load_limited(path: str, limit: int | None, attribute: str | None = None) -> list[Any]:
+    """The examples of ``--data`` (groups named by ``--attribute``), only the first ``--limit`` when given."""
     from evenhand.evaluation.data.loaders import load_examples
     from evenhand.evaluation.errors import DataError
 
     if limit is not None and limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {limit}")
-    examples = load_examples(path)
+    examples = load_examples(path, attribute=attribute)
     return examples if limit is None else examples[:limit]

@@ -326,6 +326,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.evaluation.io.progress import Progress, eta_text, report_part
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import build_floor_scorers
+    from evenhand.rerank.selection import selection_lines
     from evenhand.rerank.sharing import share_model
 
     start = time.perf_counter()
@@ -382,13 +383,17 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(f"  backends: {BACKEND}")
         print(f"  {len(candidates)} candidates (plain included); below a floor: "
               f"{', '.join(below) or 'none'}; kept: {candidates[kept]['recipe']}")
-        rows.append({
-            "id": ex.id, "plain": plain, "evenhand": fair, "scores": scores,
+        rows.append({  # `summary` (evenhand's): `evaluate --data demo --summaries OUT` reads it
+            "id": ex.id, "summary": fair, "plain": plain, "evenhand": fair, "scores": scores,
             "candidates": candidates, "config": dataclasses.asdict(config),
         })
     table = table_rows(rows)
     if len(rows) > 1:
         print("\n== all examples\n" + format_table(table))
+    picked = [{"candidates": r["candidates"], "best_index": i, "best_score": r["candidates"][i]["score"]}
+              for r in rows for i in [next(k for k, c in enumerate(r["candidates"]) if c.get("kept"))]]
+    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else ()):
+        print(line)
     if args.out:
         csv_path = check_demo_outputs(args.out)  # again: the CSV may have appeared meanwhile
         write_jsonl(args.out, rows)

@@ -142,8 +142,8 @@ def read_summaries(path: str | Path) -> dict[str, str]:
 def select_summaries(examples: Sequence[Example], spec: str) -> list[Scored]:
     """The summaries to score, from ``--summaries``.
 
-    ``spec`` is a JSONL path (one summary per example id, every example needs
-    one), ``references`` (each example's first reference), ``references:K``
+    ``spec`` is a JSONL path (one summary per example id; examples without one are
+    left out with a warning, none at all is an error), ``references`` (each example's first reference), ``references:K``
     (its K-th reference, from 0) or ``references:all`` (every reference, rows
     ``<id>#ref<K>``).
     """
@@ -168,11 +168,18 @@ def select_summaries(examples: Sequence[Example], spec: str) -> list[Scored]:
     ids = {ex.id for ex in examples}
     missing = [ex.id for ex in examples if ex.id not in summaries]
     unknown = [k for k in summaries if k not in ids]
-    if missing:
-        raise DataError(f"{spec}: no summary for {len(missing)} example(s), e.g. {missing[:5]}")
     if unknown:
         raise DataError(f"{spec}: ids not in the data: {unknown[:5]}")
-    return [Scored(ex.id, ex, summaries[ex.id]) for ex in examples]
+    if len(missing) == len(examples):
+        raise DataError(f"{spec}: no summary for {len(missing)} example(s), e.g. {missing[:5]}")
+    if missing:  # a --limit run, one demo set: scored, and said so
+        import warnings
+
+        warnings.warn(
+            f"{spec}: scoring the {len(examples) - len(missing)} of {len(examples)} examples it has summaries "
+            f"for; no summary for {len(missing)}, e.g. {missing[:3]}", UserWarning, stacklevel=2,
+        )
+    return [Scored(ex.id, ex, summaries[ex.id]) for ex in examples if ex.id in summaries]
 
 
 # ---------------------------------------------------------------- tables

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.decoding.engines.base import pending_batches
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import check_device
+    from evenhand.decoding.prompts.templates import describe_kinds
     from evenhand.evaluation.data.checks import check_seed
     from evenhand.evaluation.data.schema import Example
     from evenhand.evaluation.errors import DataError
@@ -68,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
     engine = open_generator(args, config)  # what the engine cannot do raises here, before any file
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
-    every = load_limited(args.data, None)  # batches are cut from the full data
+    every = load_limited(args.data, None, args.attribute)  # batches are cut from the full data
     examples = every[: args.limit]
     check_examples(examples, config.parts()["fairness"])  # group labels, before any model loads
+    print(describe_kinds(examples, config.prompt_kind), flush=True)
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
     # the engine joins the manifest only when it is not the default (older outputs resume)
