@@ -213,8 +213,12 @@ def write_tables(report: EvaluationReport, out: str | Path) -> dict[str, Path]:
 
 
 def format_corpus(report: EvaluationReport) -> str:
-    """The corpus statistics as an aligned text table."""
+    """The corpus statistics as an aligned text table, each with its range and direction."""
+    from .legend import meaning
+
     width = max([len("metric"), *(len(r["metric"]) for r in report.corpus)])
-    lines = [f"{'metric':<{width}}  {'value':>10}  {'n':>6}"]
-    lines += [f"{r['metric']:<{width}}  {r['value']:>10.4f}  {r['n']:>6}" for r in report.corpus]
+    lines = [f"{'metric':<{width}}  {'value':>10}  {'n':>6}  range, direction"]
+    for r in report.corpus:
+        found = meaning(r["metric"])
+        lines.append(f"{r['metric']:<{width}}  {r['value']:>10.4f}  {r['n']:>6}  {found.short() if found else ''}".rstrip())
     return "\n".join(lines)

@@ -146,6 +146,11 @@ class Scorer(Generic[ConfigT]):
         """Names the model behind the scores (part of the cache key); '' when none."""
         return ""
 
+    @property
+    def backend_label(self) -> str:
+        """The model behind the scores as a reader should see it (the ``<label>_backend`` column)."""
+        return self.model_id
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         """Score one batch; one dict with a float ``score`` per output."""
         raise NotImplementedError
@@ -177,11 +182,11 @@ class Scorer(Generic[ConfigT]):
         """One output's columns in ``evaluate``'s per-summary table, from its ``score_details`` record.
 
         By default the score under the name the scorer was asked for (``label``),
-        plus ``<label>_backend`` naming the model when there is one.
+        plus ``<label>_backend`` naming the model when there is one (``backend_label``).
         """
         row: dict[str, Any] = {self.label: float(record["score"])}
-        if self.model_id:
-            row[f"{self.label}_backend"] = self.model_id
+        if self.backend_label:
+            row[f"{self.label}_backend"] = self.backend_label
         return row
 
     def aggregate(self, records: list[dict[str, Any]]) -> dict[str, float]:
