@@ -120,9 +120,10 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "engine": ("--engine", {
         "default": DEFAULT_ENGINE,  # choices: the engine registry's names when the parser is built
         "help": "Decoding engine: transformers (in-process, default) or vllm (in-process vLLM with "
-        "evenhand's logits processors; beam search, plain or fair, as a step loop over its log-probs, "
-        "without --abstractiveness/--extractiveness/--fair-strength; needs vLLM: `make setup-vllm`, "
-        "docs/serving.md).",
+        "evenhand's logits processors; beam search, plain and fair, runs as a step loop over its "
+        "log-probs with the same summaries as transformers; with --abstractiveness/--extractiveness/"
+        "--fair-strength a beam search decodes greedily there, and says so; needs vLLM: "
+        "`make setup-vllm`, docs/serving.md).",
     }),
     "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
     "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=2000, help="Bootstrap resamples (default: 2000).")
     parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed (default: 0).")
     parser.add_argument("--show", type=int, default=5,
-                        help="Examples shown side by side on the page (default: 5; 0: none).")
+                        help="Examples shown side by side on the page; 0 shows none (default: 5).")
     parser.add_argument("--quiet", action="store_true", help="No progress bar.")
     add_scorer_options(parser)
 
