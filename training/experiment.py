@@ -100,11 +100,11 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
     import time
 
     import torch
-    from tqdm.auto import tqdm
 
     from ..decoding.config import GenerateConfig
     from ..decoding.models import load_generator
     from ..evaluation.io.jsonl import read_jsonl
+    from ..evaluation.io.progress import Progress
     from ..rerank.reranker import RerankConfig, Reranker, select_best
     from .scoring import registry_scoring
 
@@ -121,7 +121,9 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
         ),
     )
     records = []
-    for pos, ex in enumerate(tqdm(list(dev), desc="rerank baseline", unit="ex", disable=not progress)):
+    bar = Progress(len(dev), "rerank baseline", "ex", disable=not progress)
+    for pos, ex in enumerate(dev):
+        bar.begin(1)
         texts = [c["text"] for c in reranker.candidates([ex])[0]]
         raw = scoring.raw([ex] * len(texts), texts)
         pick = select_best(scoring.candidate_composite(raw))
@@ -131,6 +133,8 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
             "composite": scoring.weighted({n: [scores[n]] for n in scoring.names})[0],
             "scores": scores, "best_index": pick, "candidates": texts,
         })
+        bar.update(1)
+    bar.close()
     summary = {"system": "rerank", "candidates": config.candidates, "dev_examples": len(records),
                "seconds": time.perf_counter() - start}
     commit_folder(out, {"dev.jsonl": records, "summary.json": summary})

@@ -296,9 +296,8 @@ def _run_locked(
     on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
     progress: bool,
 ) -> SweepSummary:
-    from tqdm.auto import tqdm
-
     from evenhand.decoding.generate import generate
+    from evenhand.evaluation.io.progress import Progress
     from evenhand.sweep import hookups
 
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
@@ -339,7 +338,7 @@ def _run_locked(
     skipped = sum(len(u.examples) for u in mine) - sum(len(u.examples) for u in todo)
     written = 0
     loaded: tuple[tuple[str, str], Any, Any] | None = None
-    bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
+    bar = Progress(sum(len(u.examples) for u in todo), "sweep", "row", disable=not progress)
     try:
         for unit in todo:
             cell = unit.cell
@@ -350,6 +349,7 @@ def _run_locked(
             gen_config = dataclasses.replace(cell.generate_config(unit.seed), seed=unit.seed + unit.start)
             t0 = time.perf_counter()
             batch = list(unit.examples)
+            bar.begin(len(batch))  # the batch's decoding steps move the bar
             records: list[dict[str, Any] | None]
             if cell.candidates > 1:
                 reranked = list(rerank_fn(model, tokenizer, batch, gen_config, cell.candidates,
