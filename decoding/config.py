@@ -19,7 +19,7 @@ from typing import Any
 from ..evaluation.data.schema import Example
 from ..evaluation.errors import DataError
 from .processors.group_vocab import parse_fairness
-from .prompts.templates import KIND_CHOICES, check_kind
+from .prompts.templates import KIND_CHOICES, PROMPT_KINDS, check_kind
 
 #: the smallest usable sampling temperature: logits divided by less overflow float32 to inf
 MIN_TEMPERATURE = 0.001
@@ -119,8 +119,9 @@ class PromptSettings:
         default=None,
         metadata={
             "help": "Text the summary starts with (decoder-only models): the model continues it "
-            "and it is part of the output. Default: the prompt kind's prefix ('Reviewers', "
-            "'The speakers'...) when the kind's own instruction is used; '' turns it off."
+            "and it is part of the output. Default: the prompt kind's prefix ("
+            + "; ".join(f"{k.name}: '{k.response_prefix}'" for k in PROMPT_KINDS.values())
+            + ") when the kind's own instruction is used; '' turns it off."
         },
     )
     clean: bool = field(

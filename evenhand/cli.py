@@ -21,7 +21,7 @@ from evenhand.evaluation.errors import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
-    "demo", "generate", "evaluate", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
+    "demo", "generate", "evaluate", "compare", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
 ]
 
 
@@ -94,6 +94,11 @@ def _quiet_libraries() -> None:
     """
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM's INFO/WARNING lines only with -v
+    if "vllm" in sys.modules:
+        import logging
+
+        logging.getLogger("vllm").setLevel(logging.ERROR)
     if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..decoding.engines.base import engine_names
 from ..evaluation.data.configs import coerce_lists, config_from_mapping, load_config
+from ..rerank.reranker import DEFAULT_SCORERS
 
 #: The generation engines of `sample` and `evaluate` (the registry's built-in ones).
 ENGINES = engine_names()
@@ -87,8 +88,9 @@ class DPORRConfig:
     generate_batch_size: int = field(default=4, metadata=_help("Sequences per generate() call."))
     # -- scoring and pairs ---------------------------------------------------------------
     scorers: list[str] = field(
-        default_factory=lambda: ["llm-coverage", "alignscore"],
-        metadata={**_help("Registered scorers combined by `composite`."), "scorers": True},
+        default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
+        metadata={**_help("Registered scorers combined by `composite` (the ones `evenhand rerank` "
+                          "selects with)."), "scorers": True},
     )
     weights: list[float] | None = field(
         default=None, metadata=_help("Scorer weights, one per scorer (default: equal).")

@@ -338,9 +338,8 @@ def _run_locked(
     on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
     progress: bool, merge: bool = False,
 ) -> SweepSummary:
-    from tqdm.auto import tqdm
-
     from evenhand.decoding.generate import generate
+    from evenhand.evaluation.io.progress import Progress
     from evenhand.sweep import hookups
 
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
@@ -392,11 +391,12 @@ def _run_locked(
                 check_unit_prompts(loaded[1], loaded[2], [u for u in todo if (u.cell.model, u.cell.engine)
                                                           == (cell.model, cell.engine)])
             if bar is None:
-                bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
+                bar = Progress(sum(len(u.examples) for u in todo), "sweep", "row", disable=not progress)
             _, model, tokenizer = loaded
             gen_config = dataclasses.replace(cell.generate_config(unit.seed), seed=unit.seed + unit.start)
             t0 = time.perf_counter()
             batch = list(unit.examples)
+            bar.begin(len(batch))  # the batch's decoding steps move the bar
             records: list[dict[str, Any] | None]
             if cell.candidates > 1:
                 reranked = list(rerank_fn(model, tokenizer, batch, gen_config, cell.candidates,
