@@ -49,6 +49,7 @@ from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
 from evenhand.evaluation.data.schema import Example
 from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.scoring.legend import meaning
 from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
 
@@ -208,7 +209,8 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]
     ]
     for key in scores["plain"]["selection"]:
         p, f = scores["plain"]["selection"][key], scores["evenhand"]["selection"][key]
-        lines.append(f"  {key:34s} {_num(p)} {_num(f)}")
+        known = meaning(key)  # the range only: which side "wins" a selection score is not a claim
+        lines.append(f"  {key:34s} {_num(p)} {_num(f)}" + (f"   [{known.range}]" if known else ""))
     lines += ["  independent checks (not used to select)", f"  {'':34s} {'plain':>8s} {'evenhand':>8s}"]
     for key, value in scores["plain"]["checks"].items():
         label, better = CHECKS.get(key, (key, "higher"))

@@ -141,6 +141,7 @@ def test_demo_table_and_csv(tmp_path):
     block = format_scores(Composite, rows[0]["scores"])
     selection, checks = block.split("independent checks (not used to select)")
     assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
+    assert "  alignscore" + " " * 28 + "0.200    0.900   [0-1]\n" in selection  # its range, from the legend
     assert "(higher is better: evenhand)" in checks and "(lower is better: evenhand)" in checks
 
 
