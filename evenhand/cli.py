@@ -188,6 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def _end_progress_line() -> None:
+    """An error found while a progress bar is open starts a line of its own (never glued to the bar)."""
+    from evenhand.evaluation.io.progress import end_line
+
+    end_line()
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command; user mistakes and write errors become one line and exit 2."""
     verbose = args.verbose or verbose_env()
@@ -206,6 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
         # user mistakes: one line naming the file/field/flag and the fix, never a traceback
         message = " ".join(str(err).split())
+        _end_progress_line()
         if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
             message = f"{err.filename}: {message}"
         print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
@@ -217,6 +225,7 @@ def _run(args: argparse.Namespace) -> int:
             raise
         # disk full, quota, read-only file system while writing: name the file, nothing finished is lost
         where = f"{err.filename}: " if err.filename else ""
+        _end_progress_line()
         print(f"evenhand {args.command}: error: {where}cannot write ({WRITE_ERRNOS[err.errno]}); "
               "results finished before are kept; free space and run again", file=sys.stderr)
         return 2
