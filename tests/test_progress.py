@@ -81,3 +81,17 @@ def test_generate_moves_the_bar_inside_a_batch(tiny_causal):
         bar.update(2)
     assert len(seen) >= 4 and 0 < seen[0] < 2 and seen == sorted(seen)  # steps of the batch, in order
     assert first == generate(model, tok, examples, config, progress=False)  # the criterion changes nothing
+
+
+def test_a_delayed_bar_prints_nothing_for_work_that_ends_within_the_delay():
+    """evaluate's bar over a few summaries waits, so a mistake found while scorers load stays one line."""
+    import io
+
+    from evenhand.evaluation.io.progress import Progress
+
+    quiet, shown = io.StringIO(), io.StringIO()
+    for stream, delay in ((quiet, 30.0), (shown, 0.0)):
+        with Progress(3, "evaluate", "summary", file=stream, delay=delay) as bar:
+            bar.update(1)
+    assert quiet.getvalue() == ""
+    assert "evaluate" in shown.getvalue() and "3/3" not in shown.getvalue().split("\r")[1]

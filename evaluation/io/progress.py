@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import IO, Any
 
 #: Open bars, innermost last: :func:`report_fraction` moves the innermost one.
@@ -39,18 +40,22 @@ class Progress:
         unit: the unit's name, shown after the count.
         disable: show nothing (the calls still work).
         file: where the line goes (default: stderr).
+        delay: seconds of work before the line first shows (so work that ends, or fails on a
+            user's mistake, within them prints no bar).
     """
 
     def __init__(self, total: int, desc: str, unit: str = "ex", disable: bool = False,
-                 file: IO[str] | None = None) -> None:
+                 file: IO[str] | None = None, delay: float = 0.0) -> None:
         from tqdm.auto import tqdm
 
         self.done = 0
         self.in_flight = 0
         self.part: tuple[int, int] = (0, 1)  # fractions reported refer to part i of n of the work in flight
         self.disable = disable
+        self._shows_from = time.monotonic() + delay  # no line before (tqdm's close keeps to it too)
         self.bar: Any = tqdm(total=total, desc=desc, unit=unit, disable=disable, bar_format=BAR_FORMAT,
-                             file=file if file is not None else sys.stderr, dynamic_ncols=True)
+                             file=file if file is not None else sys.stderr, dynamic_ncols=True,
+                             delay=delay)
         if not disable:  # a hidden bar (an inner call's) leaves the fractions to the bar shown
             with _LOCK:
                 _OPEN.append(self)
@@ -89,7 +94,7 @@ class Progress:
 
     def _show(self, value: float) -> None:
         self.bar.n = value
-        if not self.disable:
+        if not self.disable and time.monotonic() >= self._shows_from:
             self.bar.refresh()
 
     def close(self) -> None:

@@ -55,6 +55,8 @@ class EvaluationReport:
 
 #: Items per block for metrics with ``score_many`` (progress is reported per block).
 EVALUATE_BLOCK = 512
+#: Fewer summaries than this: evaluate's progress bar waits ``SMALL_DELAY`` seconds before it shows.
+SMALL_RUN, SMALL_DELAY = 50, 2.0
 
 
 def resolve_scorers(scorers: str | Iterable[str | Scorer]) -> list[Scorer]:
@@ -88,7 +90,10 @@ def evaluate(
         raise DataError("nothing to evaluate: no summaries were given")
     from ..io.progress import Progress, report_part
 
-    bar = Progress(len(items), "evaluate", "summary", disable=not progress)
+    # a few summaries: the bar shows after SMALL_DELAY seconds, so a mistake found while the
+    # scorers load (a bad --align-model) stays one line; many: at once
+    bar = Progress(len(items), "evaluate", "summary", disable=not progress,
+                   delay=0.0 if len(items) >= SMALL_RUN else SMALL_DELAY)
     rows: list[Row] = []
     records: dict[str, list[Row]] = {s.label: [] for s in chosen}
     try:
