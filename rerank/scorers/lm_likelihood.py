@@ -223,13 +223,6 @@ class LmScorer(LmBackedScorer[LmConfigT]):
 
     Config = LmConfig
     _warned_cut: bool = False  # a sentence longer than max_source_tokens was cut (warned once)
-
-    @property
-    def _cuts(self) -> dict[str, str]:
-        """Example id -> how its source was cut (filled by ``source_chunks``)."""
-        if "_cut_by_id" not in self.__dict__:
-            self.__dict__["_cut_by_id"] = {}
-        return self.__dict__["_cut_by_id"]
     cli_options = {
         "lm_model": "model", "device": "device", "engine": "engine",
         "max_concurrency": "max_concurrency", "server_timeout": "timeout",
@@ -242,6 +235,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         self._handed = False
         self._passes: LmPasses | None = None
         self._passes_at = ""
+        self._cuts: dict[str, str] = {}  # example id -> how source_chunks cut its source
 
     def _passes_key(self) -> str:
         c = self.config
