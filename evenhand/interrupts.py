@@ -147,17 +147,6 @@ def _count_records(path: Path) -> int:
         return 0
 
 
-def _count_rows(path: Path) -> int | None:
-    """Rows committed to a sweep's results file (None: unreadable)."""
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5)) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
-    except (sqlite3.Error, OSError, ValueError):
-        return None
-
-
 def kept(command: str, args: Any) -> str:
     """What an interrupted ``command`` leaves behind, in a few words."""
     if command in ("generate", "rerank", "meta-eval"):
@@ -171,7 +160,9 @@ def kept(command: str, args: Any) -> str:
         results = getattr(args, "results", None)
         if not results:
             return "kept the finished batches"
-        rows = _count_rows(Path(results))
+        from evenhand.sweep.store import count_rows
+
+        rows = count_rows(results)
         return f"kept {rows} finished rows in {results}" if rows is not None else f"kept the finished batches in {results}"
     if command == "train":
         out = getattr(args, "out_dir", None)

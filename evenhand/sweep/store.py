@@ -104,6 +104,15 @@ def _read_only(path: Path) -> str:
     return Path(path).resolve().as_uri() + "?mode=ro"
 
 
+def count_rows(path: str | Path) -> int | None:
+    """Rows committed to a results file, read-only (None: missing or unreadable)."""
+    try:
+        with contextlib.closing(sqlite3.connect(_read_only(Path(path)), uri=True, timeout=5)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+    except (sqlite3.Error, OSError, ValueError):
+        return None
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
     """Open (creating) a results file with the schema, WAL journal and a 60 s busy timeout."""
     path = Path(path)
