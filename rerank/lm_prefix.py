@@ -187,16 +187,13 @@ def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Se
 
 #: The engines an LM-backed scorer runs on.
 ENGINES = ("transformers", "vllm")
-_VLLM_ENGINES: dict[str, Any] = {}
 
 
 def vllm_engine_for(model: str) -> Any:
-    """One in-process ``VllmEngine`` per model name, shared by every scorer of this process."""
-    if model not in _VLLM_ENGINES:
-        from ..decoding.engines.base import open_engine
+    """The in-process ``VllmEngine`` of ``model``: one per process, shared with the generator."""
+    from ..decoding.engines.base import open_engine
 
-        _VLLM_ENGINES[model] = open_engine(model, "vllm")
-    return _VLLM_ENGINES[model]
+    return open_engine(model, "vllm")
 
 
 @dataclass

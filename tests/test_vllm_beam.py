@@ -29,7 +29,7 @@ MODEL = "smollm2-135m-instruct"
 
 @pytest.fixture(scope="module")
 def engine():
-    return vllm_engine.VllmEngine(MODEL)  # float32 on CPU, max_logprobs 64
+    return vllm_engine.VllmEngine.open(MODEL)  # float32 on CPU, max_logprobs 64; shared in this process
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, local):
     assert nt.calls == calls
 
 
-def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, monkeypatch, tmp_path, capsys):
+def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, tmp_path, capsys):
     from evenhand.cli import main
     from evenhand.rerank import lm_prefix
 
@@ -84,7 +84,7 @@ def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, monkeypatch, tm
         values = there.score(sources, summaries)
         assert values == pytest.approx(here, abs=1e-3)
     # the command line: evaluate --metrics lm-pmi --engine vllm, per summary within 1e-3 nats/token
-    monkeypatch.setitem(lm_prefix._VLLM_ENGINES, MODEL, engine)
+    assert lm_prefix.vllm_engine_for(MODEL) is engine  # the scorers of --engine vllm use this engine
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(ex.to_dict()) + "\n" for ex in examples))
     outs = tmp_path / "summaries.jsonl"

@@ -36,7 +36,7 @@ def examples():
 def engine():
     from evenhand.decoding.engines.vllm_engine import VllmEngine
 
-    engine = VllmEngine("smollm2-135m-instruct")
+    engine = VllmEngine.open("smollm2-135m-instruct")  # the one test_vllm_beam.py built, if it ran
     yield engine
     engine.close()
 
@@ -268,13 +268,25 @@ def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_pa
     assert len({json.loads(line)["id"] for line in lines}) == len(lines)
 
 
-def test_cli_engine_vllm_generate(tmp_path, examples):
-    """`evenhand generate --engine vllm --abstractiveness 2` end to end (a fresh process)."""
+def test_cli_engine_vllm_generate(engine, summaries, examples, tmp_path, capsys):
+    """`evenhand generate --engine vllm --abstractiveness 2` end to end, on this process's engine
+    (``VllmEngine.open`` shares it: the command builds none of its own)."""
+    from evenhand.cli import main
+    from evenhand.decoding.engines.vllm_engine import VllmEngine
+
+    assert VllmEngine.open("smollm2-135m-instruct") is engine and engine._llm is not None
+    built = engine.llm
     out = tmp_path / "out.jsonl"
-    done = _evenhand(
-        "generate", "--engine", "vllm", "--abstractiveness", "2", "--data", str(_data(tmp_path, examples[:1])),
-        "--out", str(out), "--max-new-tokens", "12",
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    [row] = [json.loads(line) for line in out.read_text().splitlines()]
-    assert row["engine"] == "vllm" and row["summary"].strip()
+    assert main([
+        "generate", "--engine", "vllm", "--abstractiveness", "2", "--data", str(_data(tmp_path, examples)),
+        "--out", str(out), "--max-new-tokens", str(TOKENS), "--num-beams", "1", "--batch-size", "1",
+    ]) == 0
+    capsys.readouterr()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["engine"] for r in rows] == ["vllm", "vllm"]
+    assert [r["summary"] for r in rows] == summaries["abstractiveness"][1]
+    assert engine.llm is built
+    # other settings are another engine (not built until used)
+    from evenhand.decoding.engines.vllm_engine import EngineSettings
+
+    assert VllmEngine.open("smollm2-135m-instruct", EngineSettings(max_logprobs=32)) is not engine

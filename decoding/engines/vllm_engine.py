@@ -129,9 +129,19 @@ class VllmEngine:
         chunk=64,
     )
 
+    #: The engines this process opened, by (model, settings): a ``vllm.LLM`` takes tens of
+    #: seconds to build and most of a GPU's memory, so a generator, the LM scorers and the
+    #: judges on one model share one (``open``); ``close`` frees its memory, and the next use
+    #: builds it again.
+    _opened: ClassVar[dict[tuple[str, str], VllmEngine]] = {}
+
     @classmethod
     def open(cls, model: str, settings: EngineSettings | None = None, **_: Any) -> VllmEngine:
-        """Validate ``--engine vllm`` against ``--model`` before anything loads (DataError on a mistake)."""
+        """This process's engine for ``model`` and ``settings``, validated before anything loads.
+
+        Every caller naming the same model and settings gets the same engine (built on first
+        use); a DataError (one line) names a mistake in ``--engine vllm``/``--model``.
+        """
         from ..models import adapter_base
         from .http import is_server_url
 
@@ -146,7 +156,11 @@ class VllmEngine:
                 f"--model {model}: a LoRA adapter folder; --engine vllm loads full models (merge the "
                 "adapter with peft's merge_and_unload and save it, or use --engine transformers)"
             )
-        return cls(model, settings)
+        settings = settings or EngineSettings()
+        key = (model, repr(settings))
+        if key not in cls._opened:
+            cls._opened[key] = cls(model, settings)
+        return cls._opened[key]
 
     def __init__(self, model: str, settings: EngineSettings | None = None) -> None:
         from ..models import check_local
