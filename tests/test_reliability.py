@@ -67,6 +67,40 @@ def test_torn_last_line_is_dropped(tmp_path):
     assert path.read_text() == '{"id": "a"}\n'
 
 
+@pytest.mark.parametrize("where", ["write", "fsync"])
+def test_a_signal_in_an_append_keeps_a_written_batch_and_cuts_a_torn_one(tmp_path, monkeypatch, where):
+    """Ctrl-C (a KeyboardInterrupt) during the append: met in the middle of the write, the batch is
+    cut off (the file ends at its last complete record); met in the fsync after the whole batch is
+    written, the batch is kept (and synced again)."""
+    import evenhand.evaluation.io.resumable as resumable_module
+
+    path = tmp_path / "r.jsonl"
+    store = ResumableJsonl(path)
+    store.append([{"id": "a"}])
+    real_write, real_fsync, synced = os.write, os.fsync, []
+
+    def half_write(fd, data):  # writes 5 bytes, then the signal arrives
+        real_write(fd, bytes(data[:5]))
+        raise KeyboardInterrupt
+
+    def interrupted_fsync(fd):
+        synced.append(fd)
+        if len(synced) == 1:
+            raise KeyboardInterrupt
+        real_fsync(fd)
+
+    monkeypatch.setattr(resumable_module.os, "write" if where == "write" else "fsync",
+                        half_write if where == "write" else interrupted_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        store.append([{"id": "b"}, {"id": "c"}])
+    monkeypatch.undo()
+    if where == "write":
+        assert path.read_text() == '{"id": "a"}\n'
+    else:
+        assert path.read_text() == '{"id": "a"}\n{"id": "b"}\n{"id": "c"}\n' and len(synced) == 2
+    assert sorted(ResumableJsonl(path).records) == (["a"] if where == "write" else ["a", "b", "c"])
+
+
 def test_manifest_mismatch_is_refused_naming_what_differs_unless_forced(tmp_path):
     path = tmp_path / "r.jsonl"
     ResumableJsonl(path, manifest={"options": {"max_new_tokens": 16, "seed": 0}}).append([{"id": "a"}])

@@ -184,14 +184,17 @@ class ResumableJsonl:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
                 size = os.fstat(fd).st_size
+                view = memoryview(text)
                 try:
-                    view = memoryview(text)
                     while view:
                         view = view[os.write(fd, view):]
                     os.fsync(fd)
                 except BaseException:  # a write error, or Ctrl-C / kill (evenhand.interrupts) mid-batch
                     with contextlib.suppress(OSError):
-                        os.ftruncate(fd, size)  # no torn batch: the file ends at its last complete record
+                        if view:  # no torn batch: the file ends at its last complete record
+                            os.ftruncate(fd, size)
+                        else:  # the whole batch is written (a signal met the fsync): keep it
+                            os.fsync(fd)
                     raise
             finally:
                 os.close(fd)
