@@ -3,9 +3,10 @@
 # virtualenv, the llama.cpp server tests), each run even when an earlier one failed.
 # Prints one line per group and a total; exits non-zero if any group failed.
 #
-# Two cores: the groups mostly use one, so the vLLM chain (its virtualenv, then its tests) runs
-# beside the main chain (ruff, pyright, pytest), and the portable llama.cpp build (minutes, once
-# per version and flags) beside both at low priority; the server tests run last, after it.
+# Two cores: the groups mostly use one, so they run as two chains: the main chain (ruff, pyright,
+# pytest) on one core; on the other the vLLM chain (its virtualenv, then its tests), then the
+# llama.cpp server tests, which wait for the portable llama.cpp build (minutes, once per version
+# and flags; started at once at low priority, so it takes what CPU the chains leave).
 # A background group's output is printed when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,27 +31,32 @@ background_group() {  # background_group NAME COMMAND...: run_group with output 
 
 echo "=== setup"
 run_group setup "$MAKE" --no-print-directory setup-test PYTHON="$PYTHON"
+if [ -x "$VENV/bin/python" ]; then
+    ( nice -n 10 "$PYTHON" tools/install.py "$VENV" llama --wheel-only > "$reports/llama-build.out" 2>&1
+      echo $? > "$reports/llama-build.rc" ) &
+fi
 (
     background_group vllm-setup "$MAKE" --no-print-directory setup-vllm PYTHON="$PYTHON"
     if [ -x "$VLLM_VENV/bin/python" ]; then
         background_group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
     fi
+    if [ -x "$VENV/bin/python" ]; then
+        while [ ! -f "$reports/llama-build.rc" ]; do sleep 2; done
+        # installs only llama-cpp-python into the main virtualenv (its server's packages are in the lock)
+        background_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
+        background_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
+    fi
 ) &
-vllm_chain=$!
+second_chain=$!
 if [ -x "$VENV/bin/python" ]; then
-    nice -n 10 "$PYTHON" tools/install.py "$VENV" llama --wheel-only > "$reports/llama-build.out" 2>&1 &
-    llama_build=$!
     echo "=== ruff";    run_group ruff "$VENV/bin/ruff" check .
     echo "=== pyright"; run_group pyright "$VENV/bin/pyright"
-    echo "=== pytest (the vLLM tests run beside it)"
+    echo "=== pytest (vLLM, then the llama.cpp server tests, run beside it)"
     run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
-    wait "$llama_build"
-    grep -v '^WARNING: Location' "$reports/llama-build.out"
-    echo "=== llama";  run_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
-    echo "=== server"; run_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
 fi
-wait "$vllm_chain"
-for name in vllm-setup vllm; do
+wait "$second_chain"
+[ -f "$reports/llama-build.out" ] && { echo "=== llama build"; grep -v '^WARNING: Location' "$reports/llama-build.out"; }
+for name in vllm-setup vllm llama server; do
     [ -f "$reports/$name.out" ] && { echo "=== $name"; grep -v '^WARNING: Location' "$reports/$name.out"; }
 done
 
