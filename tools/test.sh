@@ -42,9 +42,13 @@ fi
     fi
     if [ -x "$VENV/bin/python" ]; then
         while [ ! -f "$reports/llama-build.rc" ]; do sleep 2; done
-        # installs only llama-cpp-python into the main virtualenv (its server's packages are in the lock)
-        background_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
-        background_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
+        read -r built < "$reports/llama-build.rc"
+        if [ "$built" -ne 0 ]; then  # the build's output is printed below; not built twice
+            echo "$built 0 tools/install.py $VENV llama --wheel-only" > "$reports/llama.result"
+        else  # installs only llama-cpp-python into the main virtualenv (its server's packages are locked there)
+            background_group llama "$MAKE" --no-print-directory setup-llama PYTHON="$PYTHON"
+            background_group server "$VENV/bin/python" -m pytest -q -m server --junitxml="$reports/server.xml"
+        fi
     fi
 ) &
 second_chain=$!
