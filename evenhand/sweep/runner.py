@@ -281,6 +281,43 @@ def check_same_sweep(store: ResultStore, config: SweepConfig, results: Path, mer
     )
 
 
+def stored_settings(store: ResultStore, results: Path) -> dict[str, Any]:
+    """The store's meta ``datasets``, ``models`` and ``scoring``, each checked before a sweep resumes from it.
+
+    A value edited or damaged since a sweep wrote it (not JSON, NaN or infinite
+    numbers, not an object, ``scoring`` lists that are not lists of names) is one
+    DataError naming the file and the key, before any model loads.
+    """
+    from evenhand.evaluation.io.parsing import parse_json
+
+    fix = "the results file's stored settings were edited or damaged: write to a new --results file (or delete this one)"
+    found: dict[str, Any] = {}
+    for key, text in store.meta().items():
+        if key not in ("datasets", "models", "scoring"):
+            continue
+        where = f"{results}: meta `{key}`"
+        try:
+            value = parse_json(text if isinstance(text, str) else str(text), where)
+        except DataError as err:
+            raise DataError(f"{err}; {fix}") from None
+        if not isinstance(value, dict):
+            raise DataError(f"{where} must be a JSON object, got {type(value).__name__}; {fix}")
+        if key == "datasets" and not all(isinstance(v, str) for v in value.values()):
+            raise DataError(f"{where} must map each data set to its SHA-256 string; {fix}")
+        if key == "scoring":
+            for name in ("metrics", "extra_scorers"):
+                items = value.get(name, [])
+                if not isinstance(items, list) or not all(isinstance(m, str) for m in items):
+                    raise DataError(f"{where}: `{name}` must be a list of names, got {items!r}; {fix}")
+            if not isinstance(value.get("factuality"), (str, type(None))):
+                raise DataError(f"{where}: `factuality` must be a scorer name or null, got "
+                                f"{value.get('factuality')!r}; {fix}")
+            if not isinstance(value.get("factuality_options", {}), dict):
+                raise DataError(f"{where}: `factuality_options` must be a JSON object; {fix}")
+        found[key] = value
+    return found
+
+
 def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
     """Refuse finished rows whose data or model changed; return what scoring the finished rows lack.
 
@@ -291,10 +328,7 @@ def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> d
     a factuality scorer that changed, is not an error: the returned dict names
     them and the runner scores the finished rows' summaries with them.
     """
-    stored = {k: v for k, v in store.meta().items() if k in ("datasets", "models", "scoring")}
-    import json
-
-    old = {k: json.loads(v) for k, v in stored.items()}
+    old = stored_settings(store, results)
     datasets, models = data_digests(config), model_digests(config)
     finished = store.finished_datasets_and_models()
     for name, digest in datasets.items():
