@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.io.progress import end_line
 from evenhand.process_tree import adopt_orphans
 
 #: the signals handled, by name
@@ -68,16 +69,6 @@ def end_children() -> None:
     end_descendants(grace=5.0)
 
 
-def close_progress() -> None:
-    """End any progress line still open (tqdm bars), so the next message starts a line of its own."""
-    tqdm = sys.modules.get("tqdm.std")
-    if tqdm is None:
-        return
-    for bar in list(getattr(tqdm.tqdm, "_instances", ())):
-        with contextlib.suppress(Exception):
-            bar.close()
-
-
 @contextlib.contextmanager
 def handling() -> Iterator[None]:
     """Within the block, SIGINT/SIGTERM/SIGHUP raise :class:`Interrupted`; a second one exits at once."""
@@ -104,7 +95,7 @@ def handling() -> Iterator[None]:
         previous_hook(unraisable)
 
     def again(signum: int) -> None:
-        close_progress()
+        end_line(close_all=True)
         with contextlib.suppress(Exception):
             sys.stderr.write(f"evenhand: interrupted again ({signal_name(signum)}); "
                              "stopped at once without cleaning up\n")
