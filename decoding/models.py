@@ -481,16 +481,7 @@ def load_generator(
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-    from .engines.http import is_server_url
-
-    if is_server_url(name_or_path):
-        from ..evaluation.errors import DataError
-
-        raise DataError(
-            f"`model` {name_or_path!r} is a server URL, but this step runs the model in-process "
-            "(DPO training, sweeps, LM-likelihood scorers); give an alias, folder or cached HF id "
-            "(docs/serving.md lists what a URL serves)"
-        )
+    _refuse_server_url(name_or_path)
     check_device(device)
     device = device or default_device()
     if isinstance(dtype, str):
@@ -510,10 +501,25 @@ def load_generator(
     return model, tokenizer
 
 
+def _refuse_server_url(name_or_path: str) -> None:
+    """A server URL where a model must run in-process is one DataError saying so."""
+    from .engines.http import is_server_url
+
+    if is_server_url(name_or_path):
+        from ..evaluation.errors import DataError
+
+        raise DataError(
+            f"`model` {name_or_path!r} is a server URL, but this step runs the model in-process "
+            "(DPO training, sweeps, LM-likelihood scorers); give an alias, folder or cached HF id "
+            "(docs/serving.md lists what a URL serves)"
+        )
+
+
 def _generator_source(name_or_path: str) -> tuple[str | None, str, str, Any]:
     """``(adapter base or None, base name, local folder, transformers config)`` of a generator name, no weights read."""
     from transformers import AutoConfig
 
+    _refuse_server_url(name_or_path)
     check_local(name_or_path)
     base_name = adapter_base(name_or_path)
     base = base_name if base_name is not None else name_or_path
