@@ -520,6 +520,20 @@ def _signalled(argv: list[str], signum: int, when, patch: str = "", again: float
     return proc.returncode, err, time.time() - sent
 
 
+def _settled(path: Path, delay: float = 0.3):  # noqa: ANN202
+    """A ``when`` for :func:`_signalled`: true ``delay`` s after ``path`` first holds a byte. A batch is
+    written by one ``write`` and then fsync'ed: a signal right after the write lands inside the append,
+    which truncates it off as it should, so "the file is non-empty" alone is no finished batch yet."""
+    seen: list[float] = []
+
+    def when() -> bool:
+        if not seen and path.exists() and path.stat().st_size > 0:
+            seen.append(time.time())
+        return bool(seen) and time.time() - seen[0] >= delay
+
+    return when
+
+
 def _last_line(err: str) -> str:
     assert "Traceback" not in err, err
     lines = [ln for ln in err.replace("\r", "\n").splitlines() if ln.strip()]
@@ -535,7 +549,7 @@ def test_a_signal_during_generate_keeps_finished_batches_and_the_resume_is_ident
     flags = ["--model", str(model_dir), "--max-new-tokens", "10", "--batch-size", "2"]
     part, full = tmp_path / "part.jsonl", tmp_path / "full.jsonl"
     argv = ["generate", "--data", str(data), "--out", str(part), *flags, "--no-resume"]
-    status, err, took = _signalled(argv, signum, lambda: part.exists() and part.stat().st_size > 0)
+    status, err, took = _signalled(argv, signum, _settled(part))
     line = _last_line(err)
     kept = len(part.read_text().splitlines())
     assert status == code and 0 < kept < 10, (status, err)
