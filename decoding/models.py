@@ -479,8 +479,30 @@ def load_generator(
         token set (left padding for decoder-only models).
     """
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+    _refuse_server_url(name_or_path)
+    check_device(device)
+    device = device or default_device()
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    base_name, base, path, config = _generator_source(name_or_path)
+    local = offline()
+    cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+    model: Any = cls.from_pretrained(path, dtype=dtype, local_files_only=local)  # HF + peft stubs disagree on .to()
+    if base_name is not None:
+        model = load_adapter(model, name_or_path)
+    model.to(device).eval()
+    tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
+    if not config.is_encoder_decoder:
+        tokenizer.padding_side = "left"
+    return model, tokenizer
+
+
+def _refuse_server_url(name_or_path: str) -> None:
+    """A server URL where a model must run in-process is one DataError saying so."""
     from .engines.http import is_server_url
 
     if is_server_url(name_or_path):
@@ -491,28 +513,35 @@ def load_generator(
             "(DPO training, sweeps, LM-likelihood scorers); give an alias, folder or cached HF id "
             "(docs/serving.md lists what a URL serves)"
         )
-    check_device(device)
-    device = device or default_device()
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    if dtype is None:
-        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+
+
+def _generator_source(name_or_path: str) -> tuple[str | None, str, str, Any]:
+    """``(adapter base or None, base name, local folder, transformers config)`` of a generator name, no weights read."""
+    from transformers import AutoConfig
+
+    _refuse_server_url(name_or_path)
     check_local(name_or_path)
     base_name = adapter_base(name_or_path)
     base = base_name if base_name is not None else name_or_path
     check_local(base, "the adapter's base model")
     path = resolve(base)
-    local = offline()
-    config = AutoConfig.from_pretrained(path, local_files_only=local)
-    cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
-    model: Any = cls.from_pretrained(path, dtype=dtype, local_files_only=local)  # HF + peft stubs disagree on .to()
-    if base_name is not None:
-        model = load_adapter(model, name_or_path)
-    model.to(device).eval()
+    return base_name, base, path, AutoConfig.from_pretrained(path, local_files_only=offline())
+
+
+def load_context_probe(name_or_path: str = SMOLLM2) -> tuple[Any, Any]:
+    """``(probe, tokenizer)`` of a generator without its weights: ``probe.config`` is the model's config.
+
+    Enough to tokenize prompts and check them against the context
+    (``engines.transformers.encode_prompts``) before the model loads: a sweep
+    checks every model's prompts before its progress bar starts.
+    """
+    from types import SimpleNamespace
+
+    _, base, path, config = _generator_source(name_or_path)
     tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
     if not config.is_encoder_decoder:
         tokenizer.padding_side = "left"
-    return model, tokenizer
+    return SimpleNamespace(config=config), tokenizer
 
 
 def tiny_model(

@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
     except interrupts.Interrupted as err:
         # Ctrl-C, kill, a closed terminal: the run unwound (locks released, servers stopped); say what is kept
-        interrupts.close_progress()
+        _end_progress_line(close_all=True)  # every bar, libraries' too: nothing is drawn again
         interrupts.end_children()
         if parsed:
             print(interrupts.message(parsed[0].command, parsed[0], given, err), file=sys.stderr)
@@ -188,11 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
-def _end_progress_line() -> None:
-    """An error found while a progress bar is open starts a line of its own (never glued to the bar)."""
+def _end_progress_line(close_all: bool = False) -> None:
+    """An error or a signal met while a progress bar is open: the message starts a line of its own
+    (``evaluation.io.progress.end_line``, the one mechanism)."""
     from evenhand.evaluation.io.progress import end_line
 
-    end_line()
+    end_line(close_all)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@ are released and servers the command started are stopped by their ``finally``
 blocks. The CLI then prints one line — what was kept and the exact command
 that resumes — and exits 128 + the signal's number: 130 (SIGINT), 143 (SIGTERM),
 129 (SIGHUP). A second signal while the first unwinds ends child processes and
-exits at once. See ``docs/reliability.md``.
+exits at once. Child processes (``evenhand.process_tree``: found through ``/proc``, orphans
+re-parented here while a command runs) are ended in both cases. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from evenhand.evaluation.io.progress import end_line
+from evenhand.process_tree import adopt_orphans
 
 #: the signals handled, by name
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
@@ -58,30 +62,11 @@ class Interrupted(KeyboardInterrupt):
 
 
 def end_children() -> None:
-    """Terminate the processes this one started (servers, engine workers), killing those left 5 s later."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with accelerate
-        return
-    with contextlib.suppress(psutil.Error):
-        children = psutil.Process().children(recursive=True)
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.terminate()
-        _, alive = psutil.wait_procs(children, timeout=5)
-        for child in alive:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+    """End the processes this one started (servers, engine workers and their children, orphans it adopted):
+    SIGTERM, SIGKILL 5 s later for those left (``evenhand.process_tree``)."""
+    from evenhand.process_tree import end_descendants
 
-
-def close_progress() -> None:
-    """End any progress line still open (tqdm bars), so the next message starts a line of its own."""
-    tqdm = sys.modules.get("tqdm.std")
-    if tqdm is None:
-        return
-    for bar in list(getattr(tqdm.tqdm, "_instances", ())):
-        with contextlib.suppress(Exception):
-            bar.close()
+    end_descendants(grace=5.0)
 
 
 @contextlib.contextmanager
@@ -110,7 +95,7 @@ def handling() -> Iterator[None]:
         previous_hook(unraisable)
 
     def again(signum: int) -> None:
-        close_progress()
+        end_line(close_all=True)
         with contextlib.suppress(Exception):
             sys.stderr.write(f"evenhand: interrupted again ({signal_name(signum)}); "
                              "stopped at once without cleaning up\n")
@@ -125,7 +110,8 @@ def handling() -> Iterator[None]:
     previous_hook = sys.unraisablehook
     sys.unraisablehook = swallowed
     try:
-        yield
+        with adopt_orphans():  # a worker whose parent died first is still ours to end
+            yield
     finally:
         sys.unraisablehook = previous_hook
         for number, handler in previous.items():

@@ -616,6 +616,14 @@ def test_an_ascii_terminal_gets_escapes_not_a_crash(tmp_path):
     err = done.stderr.decode("ascii")
     assert done.returncode == 2 and "UnicodeEncodeError" not in err and len(err.strip().splitlines()) == 1, err
     assert "caf\\xe9\\u2013data.jsonl" in err, err
+    # stdout too: Python escapes what stderr cannot show by itself, but stdout is strict (the crash of round 3)
+    (tmp_path / "d.jsonl").write_text(json.dumps(_examples(1)[0]) + "\n")
+    (tmp_path / "s.yaml").write_text('datasets:\n  d: d.jsonl\nbase:\n  instruction: "R\u00e9sum\u00e9 \u2013 briefly"\n')
+    listed = subprocess.run([sys.executable, "-m", "evenhand", "sweep", "--config", str(tmp_path / "s.yaml"), "--list"],
+                            capture_output=True, env={**os.environ, "PYTHONIOENCODING": "ascii", "LANG": "C",
+                                                      "LC_ALL": "C"}, timeout=120)
+    assert listed.returncode == 0 and b"UnicodeEncodeError" not in listed.stderr, listed.stderr
+    assert "'instruction': 'R\\xe9sum\\xe9 \\u2013 briefly'" in listed.stdout.decode("ascii"), listed.stdout
 
 
 # --- results stores: one sweep per file, report reads its own shards ---------------------------------

@@ -95,3 +95,20 @@ def test_a_delayed_bar_prints_nothing_for_work_that_ends_within_the_delay():
             bar.update(1)
     assert quiet.getvalue() == ""
     assert "evaluate" in shown.getvalue() and "3/3" not in shown.getvalue().split("\r")[1]
+
+
+def test_end_line_close_all_closes_every_bar_libraries_too():
+    """After a signal (evenhand.interrupts): evenhand's bars and a library's plain tqdm bar are all closed."""
+    from tqdm import tqdm
+
+    ours_out, theirs_out = io.StringIO(), io.StringIO()
+    ours = Progress(4, "generate", file=ours_out)
+    ours.update(1)
+    theirs = tqdm(total=10, desc="Loading weights", file=theirs_out)
+    theirs.update(3)
+    end_line(close_all=True)
+    assert ours.bar.disable and theirs.disable  # tqdm marks a closed bar disabled
+    assert ours_out.getvalue().endswith("\n") and theirs_out.getvalue().endswith("\n")
+    assert "1.0/4 ex" in ours_out.getvalue() and "3/10" in theirs_out.getvalue()
+    ours.close()  # still idempotent after end_line closed its bar
+    assert prog.open_bars() == 0

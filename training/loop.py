@@ -80,6 +80,7 @@ from .store import (
     check_resumable,
     finished_iterations,
     iteration_dir,
+    read_run_manifest,
 )
 
 __all__ = [
@@ -120,13 +121,8 @@ def check_inputs(config: DPORRConfig, out_dir: Path) -> None:
     """Refuse to resume a run whose data or model content changed since its manifest was written."""
     from ..evaluation.errors import DataError
 
-    path = out_dir / MANIFEST
-    if not path.is_file():
-        return
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8")).get("inputs")
-    except (OSError, ValueError, AttributeError):
-        return  # check_resumable reports an unreadable manifest
+    manifest = read_run_manifest(out_dir)  # a damaged manifest: one line naming its field
+    stored = manifest.get("inputs") if manifest is not None else None
     if not isinstance(stored, dict):
         return  # a run from before inputs were recorded
     current = json.loads(json.dumps(run_inputs(config), default=str))
@@ -278,12 +274,12 @@ def train_dpo_rr(
     """
     from .vllm_policy import VllmPolicy, check_engine_config
 
-    check_inputs(config, Path(config.out_dir))  # before any model loads
+    check_resumable(config.out_dir, config)  # before any model loads: settings, then content
+    check_inputs(config, Path(config.out_dir))
     check_engine_config(config, int(os.environ.get("WORLD_SIZE", "1")))
     ctx = open_run(config, scorers, train, dev)
     check_engine_config(config, ctx.world)
     store = RunStore(config.out_dir, ctx.state)
-    store.check_resumable(config)
     if config.method == "grpo":
         from .grpo import check_budget
 

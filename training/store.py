@@ -52,6 +52,71 @@ def finished_iterations(out_dir: str | Path) -> list[int]:
     return sorted(done)
 
 
+def _non_finite(value: Any, path: str) -> str | None:
+    """The dotted path of the first NaN or infinite number inside ``value`` (lists and dicts too), or None."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def read_run_manifest(out_dir: str | Path, config_cls: type | None = None) -> dict[str, Any] | None:
+    """``out_dir/manifest.json`` checked before anything is resumed from it; None when there is none.
+
+    A manifest edited or damaged since a run wrote it (invalid JSON, not an
+    object, ``config`` or ``inputs`` not an object, a NaN, infinite or
+    ill-typed setting) raises DataError (exit 2, one line) naming the file and
+    the field, so no such value reaches a comparison, a model or the sampler.
+    With ``config_cls`` the stored ``config`` must also build that dataclass
+    (the checks of a YAML config); fields it no longer has are ignored.
+    """
+    import dataclasses
+
+    from ..evaluation.errors import DataError
+    from ..evaluation.io.parsing import parse_json
+    from ..evaluation.io.utf8 import read_utf8
+
+    path = Path(out_dir) / MANIFEST
+    if not path.is_file():
+        return None
+    fix = (f"the run folder's manifest was edited or damaged: restore the file {path} as the run wrote it, "
+           "or choose another --out (`out_dir`)")
+    try:
+        stored = parse_json(read_utf8(path), str(path), nan_ok=True)  # a finished iteration's dev mean may be NaN
+    except DataError as err:
+        raise DataError(f"{err}; {fix}") from None
+    if not isinstance(stored, dict):
+        raise DataError(f"{path}: must hold a JSON object (config, inputs, iterations), got "
+                        f"{type(stored).__name__}; {fix}")
+    for key in ("config", "inputs"):
+        if key in stored and not isinstance(stored[key], dict):
+            raise DataError(f"{path}: `{key}` must be a JSON object, got {type(stored[key]).__name__}; {fix}")
+    for key in ("config", "inputs"):
+        bad = _non_finite(stored.get(key, {}), key)
+        if bad is not None:
+            raise DataError(f"{path}: `{bad}` is not a finite number; {fix}")
+    if config_cls is not None and dataclasses.is_dataclass(config_cls) and "config" in stored:
+        from ..evaluation.data.configs import check_scalar_types, normalized
+
+        names = {f.name for f in dataclasses.fields(config_cls) if f.init}
+        known = {k: v for k, v in normalized(config_cls, stored["config"]).items() if k in names}
+        try:
+            check_scalar_types(config_cls, known, "`config`")
+            config_cls(**known)  # the range checks of a YAML config
+        except (ValueError, TypeError) as err:
+            message = " ".join(str(err).split())
+            if not message.startswith("`config`"):
+                message = f"`config`: {message}"
+            raise DataError(f"{path}: {message}; {fix}") from None
+    return stored
+
+
 def check_resumable(out_dir: str | Path, config: Any) -> None:
     """Raise DataError (a ValueError: exit 2, one line) if ``out_dir`` holds a run with other
     settings than ``config`` (``to_dict()``), ``engine`` included: a run resumes on the engine it
@@ -60,16 +125,18 @@ def check_resumable(out_dir: str | Path, config: Any) -> None:
     Fields missing from an older manifest count as their current default, so a
     run written before a field existed resumes when the field keeps its default;
     list fields stored as comma strings compare as lists (``evaluation.data.configs.normalized``).
+    A damaged manifest is refused first (``read_run_manifest``). Needs no model: the
+    loop calls it before any model loads.
     """
     import dataclasses
 
-    manifest = Path(out_dir) / MANIFEST
-    if not manifest.is_file():
+    stored = read_run_manifest(out_dir, type(config))
+    if stored is None:
         return
     from ..evaluation.data.configs import normalized
     from ..evaluation.errors import DataError
 
-    old = normalized(type(config), json.loads(manifest.read_text(encoding="utf-8")).get("config", {}))
+    old = normalized(type(config), stored.get("config", {}))
     new = config.to_dict()
     defaults = {
         f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default

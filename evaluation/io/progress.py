@@ -10,14 +10,16 @@ scoring, training's baseline):
   loop) reports how far it got with :func:`report_fraction`, without knowing which
   bar is open. A batch of 4 summaries at decoding step 32 of 128 shows 0.2/4 ex
   and an estimate, not 0/4 for minutes.
-- :func:`end_line` ends any open progress line (a newline on stderr), so a signal
-  handler or an error message starts on a line of its own.
+- :func:`end_line` ends any open progress line (a newline on stderr), so an error
+  message starts on a line of its own; ``end_line(close_all=True)`` closes every
+  tqdm bar, libraries' too, after a signal (``evenhand.interrupts``).
 
 The bars write to stderr (tqdm); ``disable=True`` (``--quiet``) shows nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -142,11 +144,25 @@ def report_part(index: int, parts: int) -> None:
         bar.fraction(0.0)
 
 
-def end_line() -> None:
-    """End every open progress line with a newline (for signal handlers and error messages).
+def end_line(close_all: bool = False) -> None:
+    """End any half-drawn progress line, so the next message starts a line of its own.
 
-    The bars stay usable; a later update starts a fresh line.
+    The one way evenhand ends a progress line, for error messages and signals alike.
+    By default evenhand's open bars get one newline and stay usable (a later update
+    starts a fresh line). With ``close_all`` (a run stopped by a signal: nothing will
+    be drawn again) every tqdm bar of the process is closed, libraries' bars too (a
+    weights download, vLLM's), each leaving its last state on a line of its own.
+    Takes no lock of this module then, so a signal handler may call it.
     """
+    if close_all:
+        for progress in list(_OPEN):  # a copy of a list: safe while the interrupted code holds _LOCK
+            with contextlib.suppress(Exception):  # a closed stream, a half-built bar
+                progress.bar.close()
+        tqdm = sys.modules.get("tqdm.std")
+        for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+            with contextlib.suppress(Exception):  # a closed stream, a half-built bar
+                bar.close()
+        return
     with _LOCK:
         bars = list(_OPEN)
     ended = False

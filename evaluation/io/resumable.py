@@ -117,12 +117,17 @@ class ResumableJsonl:
                 )
             stored: dict[str, Any] = {}
         else:
+            damaged = (  # --force-resume cannot compare with a manifest it cannot read: fix or remove it
+                f"fix or delete {sidecar.name} (--force-resume keeps the records of an output without a "
+                f"manifest), or pass --no-resume to start afresh (the old file is kept as {backup_path(self.path).name})"
+            )
             try:
                 stored = parse_json(read_utf8(sidecar), str(sidecar))
             except DataError as err:
-                raise DataError(f"{err}; {hint}") from None
+                raise DataError(f"{err}; {damaged}") from None
             if not isinstance(stored, dict):
-                raise DataError(f"{sidecar}: must hold a JSON object of settings, got {type(stored).__name__}; {hint}")
+                raise DataError(f"{sidecar}: must hold a JSON object of settings, got {type(stored).__name__}; "
+                                f"{damaged}")
         diff = manifest_diff(stored, self.manifest)
         if diff and not force:
             raise DataError(

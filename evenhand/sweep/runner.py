@@ -164,10 +164,47 @@ def check_unit_prompts(model: Any, tokenizer: Any, units: list[Unit]) -> None:
             continue
         seen.add(key)
         config = unit.cell.generate_config(unit.seed)
-        if hasattr(model, "check_prompts"):  # an engine (vLLM, a server)
-            model.check_prompts(list(unit.examples), config)
-        elif hasattr(model, "config"):
-            encode_prompts(model, tokenizer, list(unit.examples), config)
+        try:
+            if hasattr(model, "check_prompts"):  # an engine (vLLM, a server)
+                model.check_prompts(list(unit.examples), config)
+            elif hasattr(model, "config"):
+                encode_prompts(model, tokenizer, list(unit.examples), config)
+        except DataError as err:
+            raise DataError(f"cell {unit.cell.name!r} (model {unit.cell.model}, data set {unit.dataset!r}): "
+                            f"{err}") from None
+
+
+def check_every_model_prompts(
+    todo: list[Unit], load_model: Callable[[str], tuple[Any, Any]] | None,
+) -> tuple[tuple[str, str], Any, Any] | None:
+    """Every in-process model's prompts fit its context, all checked before the sweep's progress bar
+    starts, so a later model's too-long prompt is one clean line before any row is generated.
+
+    With the default loader (``load_model`` None) each model is probed without its weights
+    (``decoding.models.load_context_probe``: config and tokenizer). A given ``load_model`` loads each
+    model in turn for the check (one at a time, loaded again for its rows); a sweep of one model
+    keeps it: ``((model, engine), model, tokenizer)`` is returned for the run to use. Other engines
+    (vLLM, a server) check prompts as they are sent.
+    """
+    from evenhand.decoding.engines.base import DEFAULT_ENGINE
+
+    first: tuple[tuple[str, str], Any, Any] | None = None
+    keys = list(dict.fromkeys((u.cell.model, u.cell.engine) for u in todo))
+    for key in keys:
+        name, engine = key
+        if engine != DEFAULT_ENGINE:
+            continue
+        if load_model is None:
+            from evenhand.decoding.models import load_context_probe
+
+            model, tokenizer = load_context_probe(name)
+        else:
+            model, tokenizer = load_model(name)
+        check_unit_prompts(model, tokenizer, [u for u in todo if (u.cell.model, u.cell.engine) == key])
+        if load_model is not None and len(keys) == 1:
+            first = (key, model, tokenizer)  # the run's only model: loaded once
+        del model, tokenizer  # one model at a time
+    return first
 
 
 def run_sweep(
@@ -281,6 +318,43 @@ def check_same_sweep(store: ResultStore, config: SweepConfig, results: Path, mer
     )
 
 
+def stored_settings(store: ResultStore, results: Path) -> dict[str, Any]:
+    """The store's meta ``datasets``, ``models`` and ``scoring``, each checked before a sweep resumes from it.
+
+    A value edited or damaged since a sweep wrote it (not JSON, NaN or infinite
+    numbers, not an object, ``scoring`` lists that are not lists of names) is one
+    DataError naming the file and the key, before any model loads.
+    """
+    from evenhand.evaluation.io.parsing import parse_json
+
+    fix = "the results file's stored settings were edited or damaged: write to a new --results file (or delete this one)"
+    found: dict[str, Any] = {}
+    for key, text in store.meta().items():
+        if key not in ("datasets", "models", "scoring"):
+            continue
+        where = f"{results}: meta `{key}`"
+        try:
+            value = parse_json(text if isinstance(text, str) else str(text), where)
+        except DataError as err:
+            raise DataError(f"{err}; {fix}") from None
+        if not isinstance(value, dict):
+            raise DataError(f"{where} must be a JSON object, got {type(value).__name__}; {fix}")
+        if key == "datasets" and not all(isinstance(v, str) for v in value.values()):
+            raise DataError(f"{where} must map each data set to its SHA-256 string; {fix}")
+        if key == "scoring":
+            for name in ("metrics", "extra_scorers"):
+                items = value.get(name, [])
+                if not isinstance(items, list) or not all(isinstance(m, str) for m in items):
+                    raise DataError(f"{where}: `{name}` must be a list of names, got {items!r}; {fix}")
+            if not isinstance(value.get("factuality"), (str, type(None))):
+                raise DataError(f"{where}: `factuality` must be a scorer name or null, got "
+                                f"{value.get('factuality')!r}; {fix}")
+            if not isinstance(value.get("factuality_options", {}), dict):
+                raise DataError(f"{where}: `factuality_options` must be a JSON object; {fix}")
+        found[key] = value
+    return found
+
+
 def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
     """Refuse finished rows whose data or model changed; return what scoring the finished rows lack.
 
@@ -291,10 +365,7 @@ def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> d
     a factuality scorer that changed, is not an error: the returned dict names
     them and the runner scores the finished rows' summaries with them.
     """
-    stored = {k: v for k, v in store.meta().items() if k in ("datasets", "models", "scoring")}
-    import json
-
-    old = {k: json.loads(v) for k, v in stored.items()}
+    old = stored_settings(store, results)
     datasets, models = data_digests(config), model_digests(config)
     finished = store.finished_datasets_and_models()
     for name, digest in datasets.items():
@@ -338,6 +409,7 @@ def _run_locked(
     on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
     progress: bool, merge: bool = False,
 ) -> SweepSummary:
+    from evenhand.decoding.engines.base import DEFAULT_ENGINE
     from evenhand.decoding.generate import generate
     from evenhand.evaluation.io.progress import Progress
     from evenhand.sweep import hookups
@@ -353,6 +425,7 @@ def _run_locked(
     store.set_meta("config", config.text)
     store.add_cells(config.cells)
 
+    given_loader = load_model
     if load_model is None:
         from evenhand.decoding.models import load_generator
 
@@ -380,16 +453,18 @@ def _run_locked(
     ]
     skipped = sum(len(u.examples) for u in mine) - sum(len(u.examples) for u in todo)
     written = 0
-    loaded: tuple[tuple[str, str], Any, Any] | None = None
-    bar: Any = None  # started once the first model has loaded and its prompts are checked
+    # every in-process model's prompts, before the first row: a later model's too-long prompt is one line
+    loaded = check_every_model_prompts(todo, given_loader)
+    bar: Any = None  # started once the first model has loaded (and an engine's prompts are checked)
     try:
         for unit in todo:
             cell = unit.cell
             if loaded is None or loaded[0] != (cell.model, cell.engine):
                 loaded = None  # free the previous model first
                 loaded = ((cell.model, cell.engine), *_load(cell.model, cell.engine, load_model))
-                check_unit_prompts(loaded[1], loaded[2], [u for u in todo if (u.cell.model, u.cell.engine)
-                                                          == (cell.model, cell.engine)])
+                if cell.engine != DEFAULT_ENGINE:  # in-process models were checked above
+                    check_unit_prompts(loaded[1], loaded[2], [u for u in todo if (u.cell.model, u.cell.engine)
+                                                              == (cell.model, cell.engine)])
             if bar is None:
                 bar = Progress(sum(len(u.examples) for u in todo), "sweep", "row", disable=not progress)
             _, model, tokenizer = loaded

@@ -1,0 +1,119 @@
+"""Ctrl-C and kill end every process a command started, its workers' workers too (issue 34).
+
+A stub "engine" child (as vLLM's engine process or a server would be) starts a
+"worker" grandchild that ignores SIGINT, as engine workers do. A terminal's Ctrl-C
+reaches the whole foreground process group: the engine dies at once and its worker
+is orphaned; `kill PID` reaches evenhand alone. In both cases no process of the run
+may survive it. Checked without psutil: every process of the run's session is
+listed from ``/proc`` (the command runs in a session of its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+#: the stub engine: starts the worker, writes both pids, and dies at once on SIGINT without ending it
+ENGINE = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGINT, lambda *a: os._exit(1))
+worker = subprocess.Popen([sys.executable, "-c",
+    "import signal, time\\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\\nwhile True: time.sleep(0.1)",
+    sys.argv[1] + "-worker"])
+open(sys.argv[2], "w").write(f"{os.getpid()} {worker.pid}")
+while True:
+    time.sleep(0.1)
+"""
+
+#: runs the CLI after starting the stub engine, as a command starting its engine would
+WRAPPER = """
+import json, subprocess, sys
+subprocess.Popen([sys.executable, "-c", {engine!r}, {marker!r} + "-engine", {pids!r}])
+from evenhand.cli import main
+sys.exit(main(json.loads(sys.argv[1])))
+"""
+
+
+def session_members(sid: int) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of every live, non-zombie process of session ``sid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def _data(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"id": f"e{i}", "attribute": "sentiment", "documents": [
+        {"text": f"The food was great {i}.", "group": "pos"}, {"text": "The rooms were poor.", "group": "neg"}]})
+        + "\n" for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("how", ["ctrl-c to the group", "kill the command"])
+def test_a_signal_ends_the_engine_and_its_orphaned_worker(tmp_path, model_dir, how):
+    out, pids = tmp_path / "o.jsonl", tmp_path / "pids"
+    marker = f"evenhand-stub-{os.getpid()}-{time.time_ns()}"
+    argv = ["generate", "--data", str(_data(tmp_path / "d.jsonl", 12)), "--out", str(out),
+            "--model", str(model_dir), "--max-new-tokens", "12", "--batch-size", "2"]
+    wrapper = WRAPPER.format(engine=ENGINE, marker=marker, pids=str(pids))
+    proc = subprocess.Popen([sys.executable, "-c", wrapper, json.dumps(argv)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and not (out.exists() and out.stat().st_size):
+            time.sleep(0.05)
+        assert proc.poll() is None and pids.exists(), proc.communicate()[1]
+        engine, worker = map(int, pids.read_text().split())
+        members = {pid for pid, _ in session_members(proc.pid)}
+        assert {proc.pid, engine, worker} <= members, members  # the run's processes, before the signal
+        if how == "ctrl-c to the group":
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the engine dies, its worker is orphaned
+        else:
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == (130 if how == "ctrl-c to the group" else 143), err
+        assert "Traceback" not in err and "evenhand generate: interrupted" in err.strip().splitlines()[-1], err
+        time.sleep(0.2)
+        left = [(pid, cmd) for pid, cmd in session_members(proc.pid) if marker in cmd]
+        assert left == [], f"processes of the run outlived it: {left}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid, _ in session_members(proc.pid):
+            with __import__("contextlib").suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_end_descendants_reaches_an_orphan_adopted_by_this_process():
+    """The mechanism alone, in this process: a grandchild whose parent died is found and ended."""
+    from evenhand.process_tree import adopt_orphans, alive, descendants, end_descendants
+
+    code = ("import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', "
+            "'import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\ntime.sleep(300)'])\n"
+            "print(p.pid, flush=True)\n")  # the parent exits at once; the grandchild ignores SIGTERM
+    with adopt_orphans():
+        parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        orphan = int(parent.stdout.readline())
+        parent.wait()
+        time.sleep(0.2)
+        assert orphan in [pid for pid, _ in descendants()]  # re-parented to this process, still found
+        assert orphan in end_descendants(grace=0.5)  # SIGTERM ignored: SIGKILL after the grace
+    assert not alive(orphan)
