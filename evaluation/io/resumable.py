@@ -194,11 +194,13 @@ class ResumableJsonl:
                     while view:
                         view = view[os.write(fd, view):]
                     os.fsync(fd)
-                except BaseException:  # a write error, or Ctrl-C / kill (evenhand.interrupts) mid-batch
+                except BaseException as err:  # a write error, or Ctrl-C / kill (evenhand.interrupts) mid-batch
                     with contextlib.suppress(OSError):
-                        if view:  # no torn batch: the file ends at its last complete record
+                        if view or not isinstance(err, KeyboardInterrupt):
+                            # a torn batch, or one the disk may not hold (an fsync error such as a
+                            # full disk): the file ends at its last complete record
                             os.ftruncate(fd, size)
-                        else:  # the whole batch is written (a signal met the fsync): keep it
+                        else:  # a signal met the fsync of a wholly written batch: keep it
                             os.fsync(fd)
                     raise
             finally:
