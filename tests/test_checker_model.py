@@ -1,0 +1,63 @@
+"""The checker model: a seeded build is byte-for-byte reproducible, cached by content (real MiniLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evenhand.rerank.checker.model import CheckerOptions, build_checker, freeze_lower, load_checker
+
+pytestmark = pytest.mark.slow
+
+TINY = CheckerOptions(seed=3, rounds=1, batch_size=8, max_length=32, train_layers=1)
+EXAMPLES = [
+    {"id": "lamp", "attribute": "rating", "documents": [
+        {"text": "The lamp is bright and the arm holds its angle.", "group": "5"},
+        {"text": "The switch broke after two weeks.", "group": "1"}]},
+    {"id": "cafe", "attribute": "rating", "documents": [
+        {"text": "The staff were friendly, but the cake was stale.", "group": "3"},
+        {"text": "Great coffee and a quiet corner to read.", "group": "5"}]},
+]
+
+
+def write_corpus(path: Path) -> Path:
+    path.write_text("".join(json.dumps(ex) + "\n" for ex in EXAMPLES), encoding="utf-8")
+    return path
+
+
+def test_same_seed_builds_identical_weights(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "a"))
+    first = build_checker(TINY, corpus, progress=False)
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "b"))
+    second = build_checker(TINY, corpus, progress=False)
+    assert first != second and first.name == second.name  # same content key, two caches
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+    meta = json.loads((first / "checker.json").read_text())
+    assert meta["options"]["train_layers"] == 1 and meta["steps"] == -(-meta["pairs"] // 8)
+    # cached: a second call reuses the folder without training
+    stamp = (second / "model.safetensors").stat().st_mtime_ns
+    assert build_checker(TINY, corpus, progress=False) == second
+    assert (second / "model.safetensors").stat().st_mtime_ns == stamp
+    # another seed is another checker
+    other = build_checker(CheckerOptions(seed=4, rounds=1, batch_size=8, max_length=32, train_layers=1), corpus,
+                          progress=False)
+    assert other.name != second.name
+    model = load_checker(first, device="cpu")
+    probs = model.probs(["The switch broke after two weeks."] * 2, ["The switch broke.", "The lamp is bright."])
+    assert all(0.0 < p < 1.0 for p in probs)
+
+
+def test_only_the_top_layers_train(tmp_path):
+    from evenhand.decoding.models import minilm_path
+    from evenhand.rerank.checker.model import CrossEncoder
+
+    model = CrossEncoder(minilm_path())
+    trained = freeze_lower(model, 2)
+    names = [n for n, p in model.modules().named_parameters() if p.requires_grad]
+    assert names and all(n.startswith(("encoder.encoder.layer.4.", "encoder.encoder.layer.5.", "head."))
+                         for n in names)
+    assert any(n.startswith("encoder.encoder.layer.4.") for n in names) and "head.weight" in names
+    assert len(trained) == len(names)
