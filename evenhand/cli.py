@@ -21,6 +21,7 @@ from evenhand.evaluation.errors import DataError
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
     "demo", "generate", "evaluate", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
+    "build_checker",
 ]
 
 

@@ -50,6 +50,50 @@ def test_same_seed_builds_identical_weights(tmp_path, monkeypatch):
     assert all(0.0 < p < 1.0 for p in probs)
 
 
+@pytest.fixture(scope="module")
+def tiny_checker(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("checker")
+    corpus = write_corpus(root / "corpus.jsonl")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVENHAND_CACHE", str(root / "cache"))
+        return build_checker(TINY, corpus, progress=False)
+
+
+def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    ex = Example("lamp", [Document("The lamp is bright.", "5"), Document("The lamp is bright and warm.", "5"),
+                          Document("The switch broke.", "1")], attribute="rating")
+    scorer = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+    summary = "Most reviewers say the lamp is bright, but one-star reviewers say the switch broke."
+    [record] = scorer.score_details([ex], [summary])
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    first, second = "Most reviewers say the lamp is bright", "but one-star reviewers say the switch broke."
+    p1 = model.probs([d.text for d in ex.documents], [first] * 3)
+    p2 = model.probs(["The switch broke."], [second])
+    expected = (sorted(p1, reverse=True)[1] + p2[0]) / 2  # "most": 2nd best of 3; one-star: its one document
+    assert record["claims"] == 2
+    assert record["score"] == pytest.approx(expected, abs=1e-6)
+    assert record["weakest"] == pytest.approx(min(sorted(p1, reverse=True)[1], p2[0]), abs=1e-6)
+    assert record["backend"].startswith(f"evenhand-checker {tiny_checker.name}") and "not NLI" in record["backend"]
+    assert scorer.score([ex], [""]) == [0.0]
+
+
+def test_build_checker_cli(tiny_checker, tmp_path, monkeypatch, capsys):
+    from evenhand.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    monkeypatch.setenv("EVENHAND_CACHE", str(tiny_checker.parent.parent))
+    flags = ["--seed", "3", "--rounds", "1", "--batch-size", "8", "--max-length", "32", "--train-layers", "1"]
+    assert main(["build-checker", "--corpus", str(corpus), *flags]) == 0
+    assert capsys.readouterr().out.startswith(f"cached {tiny_checker} ")
+    assert main(["build-checker", "--corpus", str(corpus), "--seed", "-1"]) == 2
+    assert "seed" in capsys.readouterr().err
+    assert main(["build-checker", "--corpus", str(corpus), *flags[:-1], "7", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().endswith("pass at most 6")
+
+
 def test_only_the_top_layers_train(tmp_path):
     from evenhand.decoding.models import minilm_path
     from evenhand.rerank.checker.model import CrossEncoder

@@ -28,7 +28,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -42,14 +42,15 @@ NAME = "evenhand-checker"
 class CheckerOptions:
     """How the checker is trained (every field is part of the cache key)."""
 
-    seed: int = 0
-    rounds: int = 2
-    epochs: int = 1
-    batch_size: int = 16
-    learning_rate: float = 4e-4
-    max_length: int = 64
-    #: Transformer layers trained, counted from the top (the rest and the embeddings stay frozen).
-    train_layers: int = 2
+    seed: int = field(default=0, metadata={"help": "Seed of the pairs, the shuffling and the head."})
+    rounds: int = field(default=2, metadata={"help": "Passes over the corpus building pairs, each with "
+                                             "fresh random corruptions."})
+    epochs: int = field(default=1, metadata={"help": "Training passes over the pairs."})
+    batch_size: int = field(default=16, metadata={"help": "Pairs per training step."})
+    learning_rate: float = field(default=4e-4, metadata={"help": "AdamW peak learning rate."})
+    max_length: int = field(default=64, metadata={"help": "Tokens per (premise, claim) training pair."})
+    train_layers: int = field(default=2, metadata={
+        "help": "MiniLM layers trained, counted from the top (the rest and the embeddings stay frozen)."})
 
     def __post_init__(self) -> None:
         from ...evaluation.data.checks import check_count, check_seed
@@ -149,6 +150,11 @@ class CrossEncoder:
 def freeze_lower(model: CrossEncoder, train_layers: int) -> list[Any]:
     """Freeze the embeddings and all but the top ``train_layers`` layers; the parameters left to train."""
     layers = model.encoder.encoder.layer
+    if train_layers > len(layers):
+        from ...evaluation.errors import DataError
+
+        raise DataError(f"`train_layers` is {train_layers}, but the base model has {len(layers)} layers; "
+                        f"pass at most {len(layers)}")
     keep = {id(p) for layer in layers[max(0, len(layers) - train_layers):] for p in layer.parameters()}
     for p in model.encoder.parameters():
         p.requires_grad_(id(p) in keep)
