@@ -19,7 +19,10 @@ from typing import Any
 from ..evaluation.data.schema import Example
 from ..evaluation.errors import DataError
 from .processors.group_vocab import parse_fairness
-from .prompts.templates import KIND_CHOICES, check_kind
+from .prompts.templates import KIND_CHOICES, PROMPT_KINDS, check_kind
+
+#: the smallest usable sampling temperature: logits divided by less overflow float32 to inf
+MIN_TEMPERATURE = 0.001
 
 
 @dataclass
@@ -75,6 +78,9 @@ class DecodingSettings:
                 "for deterministic decoding set `do_sample=False` instead"
             )
         check_number(self.temperature, "temperature", low=0, low_open=True, high=100)
+        if self.temperature < MIN_TEMPERATURE:  # 1e-320 is positive, but the scaled logits overflow to inf
+            raise ValueError(f"`temperature` must be at least {MIN_TEMPERATURE} (smaller values overflow when "
+                             f"sampling), got {self.temperature!r}")
         check_number(self.repetition_penalty, "repetition_penalty", low=0, low_open=True, high=100)
         check_number(self.top_p, "top_p", low=0, low_open=True, high=1, none_ok=True)
         check_count(self.top_k, "top_k", low=0, none_ok=True)  # 0 = off (nucleus recipe)
@@ -113,8 +119,9 @@ class PromptSettings:
         default=None,
         metadata={
             "help": "Text the summary starts with (decoder-only models): the model continues it "
-            "and it is part of the output. Default: the prompt kind's prefix ('Reviewers', "
-            "'The speakers'...) when the kind's own instruction is used; '' turns it off."
+            "and it is part of the output. Default: the prompt kind's prefix ("
+            + "; ".join(f"{k.name}: '{k.response_prefix}'" for k in PROMPT_KINDS.values())
+            + ") when the kind's own instruction is used; '' turns it off."
         },
     )
     clean: bool = field(
@@ -322,7 +329,9 @@ def check_examples(examples: Sequence[Example], config: FairnessSettings) -> Non
             if isinstance(config.fairness, dict):
                 unknown = sorted(set(config.fairness) - set(groups))
                 if unknown:
+                    named = f"{unknown[:5]}" + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
                     raise DataError(
-                        f"{where}: example {ex.id!r}: `fairness` names groups {unknown} that are not "
-                        f"among its groups {groups}; use the example's group labels as keys"
+                        f"{where}: example {ex.id!r}: `fairness` names groups {named} that are not "
+                        f"among its groups {groups[:10]}{' ...' if len(groups) > 10 else ''}; use the example's "
+                        "group labels as keys"
                     )

@@ -409,13 +409,57 @@ def load_tokenizer(name_or_path: str = SMOLLM2) -> Any:
 
 
 def adapter_base(path: str) -> str | None:
-    """The base model named by a peft adapter folder, or None if ``path`` is no adapter."""
+    """The base model named by a peft adapter folder, or None if ``path`` is no adapter.
+
+    The adapter's config is checked first (DataError naming the file and field):
+    ``base_model_name_or_path`` a non-empty string naming another model than the
+    adapter (not the adapter itself, not another adapter), ``r`` a positive int,
+    ``target_modules`` a name or list of names.
+    """
     config = Path(path) / "adapter_config.json"
     if not config.is_file():
         return None
-    import json
+    from ..evaluation.errors import DataError
+    from ..evaluation.io.parsing import parse_json
+    from ..evaluation.io.utf8 import read_utf8
 
-    return json.loads(config.read_text())["base_model_name_or_path"]
+    where = str(config)
+    fix = "fix it, or give the base model's folder with the adapter saved by `evenhand train`"
+    info = parse_json(read_utf8(config), where)
+    if not isinstance(info, dict):
+        raise DataError(f"{where}: must hold a JSON object (a peft LoRA config); {fix}")
+    base = info.get("base_model_name_or_path")
+    if not isinstance(base, str) or not base.strip():
+        raise DataError(f"{where}: `base_model_name_or_path` must name the base model, got {base!r}; {fix}")
+    if Path(base).exists() and Path(base).resolve() == Path(path).resolve():
+        raise DataError(f"{where}: `base_model_name_or_path` names the adapter itself ({base}); {fix}")
+    if (Path(base) / "adapter_config.json").is_file():
+        raise DataError(f"{where}: `base_model_name_or_path` {base} is another adapter, not a base model; {fix}")
+    r = info.get("r", 8)
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise DataError(f"{where}: `r` (the LoRA rank) must be a positive int, got {r!r}; {fix}")
+    targets = info.get("target_modules")
+    if targets is not None and not isinstance(targets, str) and not (
+        isinstance(targets, list) and all(isinstance(t, str) for t in targets)
+    ):
+        raise DataError(f"{where}: `target_modules` must be a module name or a list of names, got {targets!r}; {fix}")
+    return base
+
+
+def load_adapter(model: Any, adapter: str, is_trainable: bool = False) -> Any:
+    """``model`` wrapped with the peft adapter folder ``adapter``; a mismatch is one DataError naming the folder."""
+    from peft import PeftModel
+
+    from ..evaluation.errors import DataError
+
+    try:
+        return PeftModel.from_pretrained(model, adapter, is_trainable=is_trainable)
+    except (ValueError, RuntimeError, KeyError) as err:
+        first = " ".join(str(err).split())[:300]
+        raise DataError(
+            f"--model {adapter}: the adapter does not fit its base model ({first}); give the adapter "
+            "trained on that base, or fix `base_model_name_or_path` / `target_modules` in adapter_config.json"
+        ) from None
 
 
 def load_generator(
@@ -463,9 +507,7 @@ def load_generator(
     cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     model: Any = cls.from_pretrained(path, dtype=dtype, local_files_only=local)  # HF + peft stubs disagree on .to()
     if base_name is not None:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, name_or_path)
+        model = load_adapter(model, name_or_path)
     model.to(device).eval()
     tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
     if not config.is_encoder_decoder:

@@ -103,7 +103,16 @@ def config_from_args(
 
 #: Options several commands share: name -> (flag, argparse keywords). See ``add_common_options``.
 COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "data": ("--data", {"required": True, "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json."}),
+    "data": ("--data", {
+        "required": True, "type": lambda value: resolve_data(value),
+        "help": "Examples: .jsonl, .csv, FairSumm or TheFlipSide .json; `demo`: the bundled demo sets.",
+    }),
+    "attribute": ("--attribute", {
+        "default": None,
+        "help": "What the groups are (rating, sentiment, speaker, stance, party, gender...): a CSV's column "
+        "holding them (default: `group`, else the one column named after a known attribute), and the "
+        "attribute of JSONL examples without one; it picks the prompt kind (--prompt-kind auto).",
+    }),
     "model": ("--model", {
         "default": "smollm2-135m-instruct",
         "help": "Generator: embedded alias, local folder, LoRA adapter folder or cached HF id.",
@@ -111,9 +120,10 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "engine": ("--engine", {
         "default": DEFAULT_ENGINE,  # choices: the engine registry's names when the parser is built
         "help": "Decoding engine: transformers (in-process, default) or vllm (in-process vLLM with "
-        "evenhand's logits processors; beam search, plain or fair, as a step loop over its log-probs, "
-        "without --abstractiveness/--extractiveness/--fair-strength; needs vLLM: `make setup-vllm`, "
-        "docs/serving.md).",
+        "evenhand's logits processors; beam search, plain and fair, runs as a step loop over its "
+        "log-probs with the same summaries as transformers; with --abstractiveness/--extractiveness/"
+        "--fair-strength a beam search decodes greedily there, and says so; needs vLLM: "
+        "`make setup-vllm`, docs/serving.md).",
     }),
     "limit": ("--limit", {"type": int, "default": None, "help": "Only the first N examples."}),
     "device": ("--device", {"default": None, "help": "cpu, cuda, cuda:1... (default: auto)."}),
@@ -129,6 +139,17 @@ COMMON_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def resolve_data(value: str) -> str:
+    """``--data``: a path, or ``demo`` for the bundled demo sets (unless a file ``demo`` exists)."""
+    from pathlib import Path
+
+    if value == "demo" and not Path(value).exists():
+        from importlib import resources
+
+        return str(resources.files("evenhand") / "data" / "demo.jsonl")
+    return value
+
+
 def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: str) -> None:
     """Add the shared options ``names`` (keys of :data:`COMMON_OPTIONS`); ``helps`` rewords their help."""
     for name in names:
@@ -136,14 +157,16 @@ def add_common_options(parser: argparse.ArgumentParser, *names: str, **helps: st
         if name == "engine":  # an engine registered after import is a choice too
             keywords = {**keywords, "choices": engine_names()}
         parser.add_argument(flag, **{**keywords, "help": helps.get(name, keywords["help"])})
+        if name == "data":  # what the data's groups are travels with the data
+            add_common_options(parser, "attribute")
 
 
-def load_limited(path: str, limit: int | None) -> list[Any]:
-    """The examples of ``--data``, only the first ``--limit`` when given (must be positive)."""
+def load_limited(path: str, limit: int | None, attribute: str | None = None) -> list[Any]:
+    """The examples of ``--data`` (groups named by ``--attribute``), only the first ``--limit`` when given."""
     from evenhand.evaluation.data.loaders import load_examples
     from evenhand.evaluation.errors import DataError
 
     if limit is not None and limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {limit}")
-    examples = load_examples(path)
+    examples = load_examples(path, attribute=attribute)
     return examples if limit is None else examples[:limit]

@@ -8,6 +8,7 @@ Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -20,7 +21,7 @@ from evenhand.evaluation.errors import DataError
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
-    "demo", "generate", "evaluate", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
+    "demo", "generate", "evaluate", "compare", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
     "build_checker",
 ]
 
@@ -94,6 +95,11 @@ def _quiet_libraries() -> None:
     """
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM's INFO/WARNING lines only with -v
+    if "vllm" in sys.modules:
+        import logging
+
+        logging.getLogger("vllm").setLevel(logging.ERROR)
     if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
@@ -101,13 +107,97 @@ def _quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
 
 
+def _check_cache_env() -> None:
+    """``EVENHAND_CACHE`` must be a folder (or not exist yet): a file there is one line, not a traceback."""
+    value = os.environ.get("EVENHAND_CACHE")
+    if not value:
+        return
+    path = Path(value).expanduser()
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                what = "is" if folder == path else f"is under {folder}, which is"
+                raise DataError(f"environment variable EVENHAND_CACHE={value}: {what} not a folder; point it at "
+                                "a folder (created if missing) or unset it")
+            return
+
+
+#: argument names that are outputs (every other file named on the command line is an input)
+_OUTPUT_DESTS = {"out", "out_dir", "score_cache"}
+
+
+def _run_files(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The link rule's view of this run: every file a flag names is an input, except the outputs."""
+    from evenhand.evaluation.io.output_checks import run_files
+
+    outputs = _OUTPUT_DESTS | ({"results"} if args.command == "sweep" else set())
+    inputs: dict[str, str] = {}
+    named: list[str] = []
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, str | Path) or not str(item):
+                continue
+            if dest in outputs:
+                named.append(str(item))
+            elif os.path.isfile(item):
+                inputs[f"--{dest.replace('_', '-')} {item}"] = str(item)
+    return run_files(inputs, named)
+
+
+def _safe_streams() -> None:
+    """Never crash on the terminal's encoding: characters it cannot show are written escaped (``\\u2060``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; bad input exits with status 2 and a one-line message.
 
     Offline unless ``--allow-download``: ``HF_HUB_OFFLINE=1`` for every library
     below, and ``evenhand.decoding.models`` loads with ``local_files_only``.
+    SIGINT, SIGTERM and SIGHUP stop a command cleanly with one line saying what
+    was kept and how to resume, exit 130 / 143 / 129 (``evenhand.interrupts``).
     """
-    args = build_parser().parse_args(argv)
+    from evenhand import interrupts
+
+    _safe_streams()
+    given = list(argv) if argv is not None else sys.argv[1:]
+    parsed: list[argparse.Namespace] = []
+    try:
+        with interrupts.handling():
+            args = build_parser().parse_args(argv)
+            parsed.append(args)
+            return _run(args)
+    except interrupts.Interrupted as err:
+        # Ctrl-C, kill, a closed terminal: the run unwound (locks released, servers stopped); say what is kept
+        interrupts.close_progress()
+        interrupts.end_children()
+        if parsed:
+            print(interrupts.message(parsed[0].command, parsed[0], given, err), file=sys.stderr)
+        else:
+            print(f"evenhand: interrupted ({interrupts.signal_name(err.signum)}) before starting; nothing was written",
+                  file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        # `evenhand sweep --list | head`: the reader left; stop quietly, as a pipeline expects
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _end_progress_line() -> None:
+    """An error found while a progress bar is open starts a line of its own (never glued to the bar)."""
+    from evenhand.evaluation.io.progress import end_line
+
+    end_line()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; user mistakes and write errors become one line and exit 2."""
     verbose = args.verbose or verbose_env()
     _one_line_warnings(args.command, verbose)
     if verbose:
@@ -118,10 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        return int(args._run(args) or 0)
+        _check_cache_env()
+        with _run_files(args):
+            return int(args._run(args) or 0)
     except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
         # user mistakes: one line naming the file/field/flag and the fix, never a traceback
         message = " ".join(str(err).split())
+        _end_progress_line()
         if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
             message = f"{err.filename}: {message}"
         print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
@@ -133,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # disk full, quota, read-only file system while writing: name the file, nothing finished is lost
         where = f"{err.filename}: " if err.filename else ""
+        _end_progress_line()
         print(f"evenhand {args.command}: error: {where}cannot write ({WRITE_ERRNOS[err.errno]}); "
               "results finished before are kept; free space and run again", file=sys.stderr)
         return 2

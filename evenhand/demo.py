@@ -49,6 +49,7 @@ from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
 from evenhand.evaluation.data.schema import Example
 from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.scoring.legend import meaning
 from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
 
@@ -208,7 +209,8 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]
     ]
     for key in scores["plain"]["selection"]:
         p, f = scores["plain"]["selection"][key], scores["evenhand"]["selection"][key]
-        lines.append(f"  {key:34s} {_num(p)} {_num(f)}")
+        known = meaning(key)  # the range only: which side "wins" a selection score is not a claim
+        lines.append(f"  {key:34s} {_num(p)} {_num(f)}" + (f"   [{known.range}]" if known else ""))
     lines += ["  independent checks (not used to select)", f"  {'':34s} {'plain':>8s} {'evenhand':>8s}"]
     for key, value in scores["plain"]["checks"].items():
         label, better = CHECKS.get(key, (key, "higher"))
@@ -282,8 +284,9 @@ def check_demo_outputs(out: str) -> Path:
     """
     from evenhand.evaluation.errors import DataError
     from evenhand.evaluation.io.locks import lock_path
-    from evenhand.evaluation.io.output_checks import check_output_path
+    from evenhand.evaluation.io.output_checks import add_run_inputs, check_output_path
 
+    add_run_inputs({f"the bundled demo data {demo_path()}": demo_path()})  # --out may not lead into the bundled data
     check_output_path(out, "--out")
     csv_path = _csv_path(out)
     if csv_path.resolve() == Path(out).resolve():
@@ -323,8 +326,10 @@ def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.evaluation.data.checks import check_count, check_seed
     from evenhand.evaluation.io.csv_file import write_csv
     from evenhand.evaluation.io.jsonl import write_jsonl
+    from evenhand.evaluation.io.progress import Progress, eta_text, report_part
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import build_floor_scorers
+    from evenhand.rerank.selection import selection_lines
     from evenhand.rerank.sharing import share_model
 
     start = time.perf_counter()
@@ -352,12 +357,18 @@ def _run_demo(args: argparse.Namespace) -> int:
     plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
     steers = engine.capabilities.beam_with_raising_processors  # fair beam search under λ and α
     rows = []
-    for ex in examples:
+    for k, ex in enumerate(examples):
         ex.require_groups(f"demo example {ex.id!r}")
         counts = {g: ex.labels.count(g) for g in ex.groups}
-        print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}")
-        plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
-        fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers)
+        where = f"set {eta_text(k, len(examples), time.perf_counter() - start)}" if len(examples) > 1 else ""
+        print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}"
+              + (f"  [{where}]" if where else ""), flush=True)
+        with Progress(1, f"demo {ex.id}", "set") as bar:  # the set in flight: plain, then evenhand's steps
+            bar.begin(1)
+            report_part(0, 2)
+            plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
+            report_part(1, 2)
+            fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers)
         kept = next(i for i, c in enumerate(candidates) if c.get("kept"))
         scores = {
             side: {"selection": selection_scores(candidates[i]), "checks": independent_checks(ex, text)}
@@ -375,13 +386,17 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(f"  backends: {BACKEND}")
         print(f"  {len(candidates)} candidates (plain included); below a floor: "
               f"{', '.join(below) or 'none'}; kept: {candidates[kept]['recipe']}")
-        rows.append({
-            "id": ex.id, "plain": plain, "evenhand": fair, "scores": scores,
+        rows.append({  # `summary` (evenhand's): `evaluate --data demo --summaries OUT` reads it
+            "id": ex.id, "summary": fair, "plain": plain, "evenhand": fair, "scores": scores,
             "candidates": candidates, "config": dataclasses.asdict(config),
         })
     table = table_rows(rows)
     if len(rows) > 1:
         print("\n== all examples\n" + format_table(table))
+    picked = [{"candidates": r["candidates"], "best_index": i, "best_score": r["candidates"][i]["score"]}
+              for r in rows for i in [next(k for k, c in enumerate(r["candidates"]) if c.get("kept"))]]
+    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else ()):
+        print(line)
     if args.out:
         csv_path = check_demo_outputs(args.out)  # again: the CSV may have appeared meanwhile
         write_jsonl(args.out, rows)

@@ -360,6 +360,16 @@ class AlignmentBackendMixin:
     def model_id(self) -> str:
         return f"{self.config.model}|{self.config.base_model}"
 
+    @property
+    def backend_label(self) -> str:
+        """What scores: ``alignscore-minilm-fallback``, ``CKPT (AlignScore on BASE)`` or the NLI model."""
+        model = self.config.model
+        if model in FALLBACK_ALIASES:
+            return FALLBACK_NAME
+        if Path(model).suffix in _CHECKPOINT_SUFFIXES:
+            return f"{model} (AlignScore on {self.config.base_model})"
+        return f"{model} (NLI)"
+
     def pair_grids(
         self, grids: Sequence[tuple[Sequence[str], Sequence[str]]]
     ) -> list[list[list[float]]]:

@@ -175,13 +175,16 @@ class Reranker:
     def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:
         """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order."""
         from ..decoding.generate import generate
+        from ..evaluation.io.progress import report_part
 
         plan = self.config.plan()
         out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
+        parts = self.progress_parts()
         for r, recipe in enumerate(self.config.recipe_list):
             slots = [i for i, name in enumerate(plan) if name == recipe]
             if not slots:
                 continue
+            report_part(r, parts)
             repeated = [ex for ex in examples for _ in slots]
             texts = generate(
                 self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False,
@@ -205,23 +208,28 @@ class Reranker:
         skipped (their stored records are returned). Every example is sampled
         with the same seeds, so a resumed run equals an uninterrupted one.
         """
-        from tqdm.auto import tqdm
+        from ..evaluation.io.progress import Progress
 
         if isinstance(out, ResumableJsonl) or out is None:
             store = out
         else:
             store = ResumableJsonl(out, resume=resume)
         records = []
-        for ex in tqdm(list(examples), desc="rerank", unit="ex", disable=not progress):
-            if store is not None and store.done(ex.id):
-                records.append(store.records[ex.id])
-                continue
-            record = self.rerank_one(ex)
-            if store is not None:
-                store.append([record])
-            if on_example is not None:
-                on_example(record)
-            records.append(record)
+        examples = list(examples)
+        todo = sum(store is None or not store.done(ex.id) for ex in examples)
+        with Progress(todo, "rerank", "ex", disable=not progress) as bar:  # per example, with an estimate
+            for ex in examples:
+                if store is not None and store.done(ex.id):
+                    records.append(store.records[ex.id])
+                    continue
+                bar.begin(1)
+                record = self.rerank_one(ex)
+                if store is not None:
+                    store.append([record])
+                bar.update(1)
+                if on_example is not None:
+                    on_example(record)
+                records.append(record)
         return records
 
     def plain_candidate(self, example: Example, index: int) -> dict[str, Any]:
@@ -232,11 +240,20 @@ class Reranker:
                         lora_request=self.lora_request)[0]
         return {"text": text, "recipe": "beam", "index": index}
 
+    def progress_parts(self) -> int:
+        """The steps of one example on the progress bar: each sampler, the plain beam (floors), scoring."""
+        return len(self.config.recipe_list) + bool(self.config.floors) + 1
+
     def rerank_one(self, example: Example) -> dict[str, Any]:
         """The record of one example (see ``rerank``)."""
+        from ..evaluation.io.progress import report_part
+
         candidates = self.candidates([example])[0]
+        parts = self.progress_parts()
         if self.config.floors:
+            report_part(parts - 2, parts)
             candidates.append(self.plain_candidate(example, len(candidates)))
+        report_part(parts - 1, parts)  # scoring
         best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers)
         return {
             "id": example.id,

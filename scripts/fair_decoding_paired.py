@@ -2,8 +2,8 @@
 
 Reads the summaries ``scripts/fair_decoding_eval.py`` wrote (``OUT/<data>_<setting>.jsonl``),
 scores every example alone with the same metrics, and prints for each setting the
-mean difference to ``--baseline`` with a 95% paired bootstrap interval (examples
-resampled, 2000 draws, seed 0) and the share of examples where the setting is
+mean difference to ``--baseline`` with a 95% paired bootstrap interval
+(``evaluation.metrics.paired``: examples resampled, 2000 draws, seed 0) and the share of examples where the setting is
 better. Writes the per-example scores to ``OUT/paired_<data>.jsonl``.
 
     python scripts/fair_decoding_paired.py --out /tmp/fair_meas --data amazon --settings beta1,alpha3-beta1
@@ -20,7 +20,7 @@ METRICS = ("uer_ngram", "uer_bert", "uer_bert_t01", "ec", "rougeL")  # lower is 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", required=True, help="The OUT folder of fair_decoding_eval.py.")
     parser.add_argument("--data", default="amazon")
     parser.add_argument("--baseline", default="plain")
@@ -35,7 +35,7 @@ def main() -> None:
 
     from evenhand.evaluation.data.lists import split_list
     from evenhand.evaluation.data.loaders import load_examples
-    from evenhand.evaluation.metrics.bootstrap import percentile_interval
+    from evenhand.evaluation.metrics.paired import paired_table
 
     out = Path(args.out)
     by_id = {ex.id: ex for ex in load_examples(Path(args.data_dir) / DATA[args.data])}
@@ -51,19 +51,17 @@ def main() -> None:
     with (out / f"paired_{args.data}.jsonl").open("w") as f:
         for k, i in enumerate(ids):
             f.write(json.dumps({"id": i, **{f"{s}/{m}": float(per[s][m][k]) for s in settings for m in METRICS}}) + "\n")
-    rng = np.random.default_rng(0)
-    draws = rng.integers(0, len(ids), size=(2000, len(ids)))
+    table = paired_table(
+        {s: [{"id": i, **{m: float(per[s][m][k]) for m in METRICS}} for k, i in enumerate(ids)] for s in settings},
+        [(s, args.baseline) for s in settings[1:]], METRICS, {m: 1 if m == "rougeL" else -1 for m in METRICS},
+    )
     print(f"{args.data}: {len(ids)} examples, differences setting - {args.baseline}")
-    for s in settings[1:]:
-        for m in METRICS:
-            diff = per[s][m] - per[args.baseline][m]
-            ok = ~np.isnan(diff)
-            d = diff[ok]
-            boot = np.nanmean(np.where(ok[draws], diff[draws], np.nan), axis=1)
-            lo, hi = percentile_interval(boot, 0.95, ignore_nan=True)
-            better = np.mean(d > 0) if m == "rougeL" else np.mean(d < 0)
-            print(f"  {s:<14} {m:<10} {d.mean():+.4f} [{lo:+.4f}, {hi:+.4f}]  better on {better:.0%}")
-
+    for r in table:
+        d = per[r["system"]][r["metric"]] - per[args.baseline][r["metric"]]
+        d = d[~np.isnan(d)]
+        better = np.mean(d > 0) if r["metric"] == "rougeL" else np.mean(d < 0)
+        print(f"  {r['system']:<14} {r['metric']:<10} {r['diff']:+.4f} [{r['lower']:+.4f}, {r['upper']:+.4f}]  "
+              f"better on {better:.0%}")
 
 if __name__ == "__main__":
     main()

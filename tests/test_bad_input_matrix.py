@@ -1314,3 +1314,207 @@ def test_json_files_with_a_byte_order_mark_read_like_ones_without(tmp_path):
     assert sample.texts == ["Great.", "Bad."] and sample.group_values == ["1", "5"]
     assert sample.references == ["Mixed."]
     assert read_yaml_mapping(tmp_path / "bom.yaml") == {"data": "x.jsonl"}
+
+
+# --- round 3: size bounds, invisible text, ids that print the same ------------------------------------
+
+BIG_DOC = "word " * 220  # 1,100 characters: over the lowered text limit below
+ROUND3_FILES: dict[str, str] = {
+    "big_doc.jsonl": _line(_rec(documents=[{"text": BIG_DOC, "group": "pos"}, {"text": "Bad.", "group": "neg"}])),
+    "zw_doc.jsonl": _line(_rec(documents=[{"text": "\u200b\u2060\ufeff", "group": "pos"},
+                                          {"text": "Bad.", "group": "neg"}])),
+    "zw_ids.jsonl": _line(_rec(id="a")) + _line(_rec(id="a\u200b")),
+    "zw_ids.csv": "example_id,text,group\na,Great.,pos\na\u2060,Bad.,neg\n",
+    "big_summary.jsonl": '{"id": "a", "summary": "' + BIG_DOC + '"}\n{"id": "b", "summary": "Nice."}\n',
+    "big_controlled.json": json.dumps([
+        {"source": ["The mayor cut taxes."], "summaries": [
+            {"summary": BIG_DOC, "coverage": 1.0, "faithfulness": 1.0},
+            {"summary": "Aliens landed.", "coverage": 0.0, "faithfulness": 0.0}]}]),
+    "sweep_big.yaml": "datasets:\n  d: big_doc.jsonl\nbase:\n  max_new_tokens: 4\n",
+}
+#: (argv, text the one line must hold); run with EVENHAND_MAX_TEXT_CHARS=1000
+ROUND3_CASES: list[tuple[list[str], str]] = [
+    (["generate", "--data", "{w}/big_doc.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
+     "`documents` holds 1,"),
+    (["rerank", "--data", "{w}/big_doc.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
+      "--scorers", "rouge-l-recall"], "more than the limit of 1,000; split it, or raise the limit with "
+     "EVENHAND_MAX_TEXT_CHARS"),
+    (["evaluate", "--data", "{w}/data.jsonl", "--summaries", "{w}/big_summary.jsonl", "--out", "{w}/o.jsonl"],
+     "big_summary.jsonl:1: `summary` holds"),
+    (["meta-eval", "--data", "{w}/big_controlled.json", "--scorers", "rouge-l-recall", "--out", "{w}/o.jsonl",
+      "--score-cache", "none"], "`summaries[0].summary` holds"),
+    (["calibrate", "--data", "{w}/big_controlled.json", "--target", "coverage", "--scorers", "rouge-l-recall",
+      "--out", "{w}/c.json", "--folds", "2"], "`summaries[0].summary` holds"),
+    (["train", "--data", "{w}/big_doc.jsonl", "--out", "{w}/run"], "`documents` holds"),
+    (["sweep", "--config", "{w}/sweep_big.yaml", "--quiet", "--results", "{w}/r.sqlite"], "`documents` holds"),
+    (["generate", "--data", "{w}/zw_doc.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
+     "`documents[0].text` is empty (or only invisible characters)"),
+    (["evaluate", "--data", "{w}/zw_ids.jsonl", "--summaries", "references", "--out", "{w}/o.jsonl"],
+     "differ only by invisible characters"),
+    (["generate", "--data", "{w}/zw_ids.csv", "--out", "{w}/o.jsonl", "--model", "{m}"],
+     "differ only by invisible characters"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", ROUND3_CASES, ids=[f"{a[0]}:{i}" for i, (a, _) in enumerate(ROUND3_CASES)])
+def test_round3_size_bounds_exit_2_with_one_line_and_change_nothing(work, model_dir, capsys, monkeypatch,
+                                                                     argv, needle):
+    import time
+
+    for name, text in ROUND3_FILES.items():
+        (work / name).write_text(text)
+    monkeypatch.setenv("EVENHAND_MAX_TEXT_CHARS", "1000")
+    argv = [a.replace("{w}", str(work)).replace("{m}", str(model_dir)) for a in argv]
+    before = _snapshot(work)
+    start = time.monotonic()
+    code = _run_bounded(argv)
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, (code, err)
+    assert err.startswith(f"evenhand {argv[0]}: error: ") and needle in err, err
+    assert "Traceback" not in captured.err + captured.out
+    assert _snapshot(work) == before and time.monotonic() - start < 60
+
+
+def test_a_50_mb_one_line_document_is_refused_before_tokenizing(work, model_dir, capsys):
+    """The default bound (1,000,000 characters) stops it in seconds; the tokenizer never sees it."""
+    import time
+
+    (work / "huge50.jsonl").write_text(_line(_rec(documents=[
+        {"text": "x" * 50_000_000, "group": "pos"}, {"text": "Bad.", "group": "neg"}])))
+    before = _snapshot(work)
+    start = time.monotonic()
+    code = _run_bounded(["generate", "--data", str(work / "huge50.jsonl"), "--out", str(work / "o.jsonl"),
+                         "--model", str(model_dir)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "`documents` holds 50,000,00" in err and "limit of 1,000,000" in err, err
+    assert _snapshot(work) == before and time.monotonic() - start < 60
+
+
+def test_a_file_over_the_size_bound_is_refused_before_it_is_read(work, capsys, monkeypatch):
+    (work / "two_mb.jsonl").write_text(_line(_rec()) + " " * (2 * 2**20))
+    monkeypatch.setenv("EVENHAND_MAX_FILE_MB", "1")
+    code = _run_bounded(["evaluate", "--data", str(work / "two_mb.jsonl"), "--summaries", "references",
+                         "--out", str(work / "o.jsonl")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "two_mb.jsonl: 2 MiB" in err, err
+    assert "more than the limit of 1 MiB" in err and "EVENHAND_MAX_FILE_MB" in err, err
+
+
+# --- round 3: the last tracebacks ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def adapters(tmp_path_factory, model_dir):
+    """A LoRA adapter of the tiny model, tampered with in each way a user's copy may be."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from evenhand.decoding.models import load_tokenizer, tiny_model
+
+    root = tmp_path_factory.mktemp("adapters")
+    wide, tok = tiny_model("causal", seed=1, tokenizer=load_tokenizer(), hidden_size=96)
+    wide.save_pretrained(str(root / "wide"))
+    tok.save_pretrained(str(root / "wide"))
+    lora = get_peft_model(AutoModelForCausalLM.from_pretrained(str(model_dir)),
+                          LoraConfig(r=2, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    lora.save_pretrained(str(root / "good"))
+    edits = {
+        "self": lambda c, p: c.update(base_model_name_or_path=str(p)),
+        "missing": lambda c, p: c.pop("base_model_name_or_path"),
+        "null": lambda c, p: c.update(base_model_name_or_path=None),
+        "rank": lambda c, p: c.update(r=-4, base_model_name_or_path=str(model_dir)),
+        "targets": lambda c, p: c.update(target_modules=["nope_proj"], base_model_name_or_path=str(model_dir)),
+        "arch": lambda c, p: c.update(base_model_name_or_path=str(root / "wide")),
+    }
+    import shutil
+
+    for name, edit in edits.items():
+        folder = root / name
+        shutil.copytree(root / "good", folder)
+        config = json.loads((folder / "adapter_config.json").read_text())
+        edit(config, folder)
+        (folder / "adapter_config.json").write_text(json.dumps(config))
+    return root
+
+
+ROUND3_TRACEBACKS: list[tuple[str, list[str], str]] = [
+    ("adapter-self", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/self"],
+     "`base_model_name_or_path` names the adapter itself"),
+    ("adapter-missing", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/missing"],
+     "`base_model_name_or_path` must name the base model, got None"),
+    ("adapter-null", ["rerank", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/null",
+                      "--scorers", "rouge-l-recall"], "`base_model_name_or_path` must name the base model"),
+    ("adapter-rank", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/rank"],
+     "`r` (the LoRA rank) must be a positive int, got -4"),
+    ("adapter-targets", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/targets",
+                         "--max-new-tokens", "4"], "the adapter does not fit its base model (Target modules"),
+    ("adapter-arch", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{a}/arch",
+                      "--max-new-tokens", "4"], "the adapter does not fit its base model (Error(s) in loading"),
+    ("train-empty-yaml", ["train", "--config", "{w}/empty.yaml"], "sets no `data`"),
+    ("train-comment-yaml", ["train", "--config", "{w}/comment.yaml"], "sets no `data`"),
+    ("train-weights", ["train", "--config", "{w}/weights.yaml"], "`weights` gives 3 numbers for 2 scorers"),
+    ("train-lora-target", ["train", "--config", "{w}/target.yaml"], "`lora_target` nope_proj: no such module"),
+    ("train-min-gap", ["train", "--data", "{w}/data.jsonl", "--out", "{w}/run", "--min-gap", "1e30"],
+     "`min_gap` 1e+30 can never be met"),
+    ("fair-meaning-encoder", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
+                              "--fair", "equal", "--fair-meaning", "1", "--fair-meaning-encoder", "{w}/notenc",
+                              "--max-new-tokens", "4"], "--fair-meaning-encoder"),
+    ("temperature-subnormal", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
+                               "--do-sample", "--temperature", "1e-320"], "`temperature` must be at least 0.001"),
+    ("fair-target-10000-groups", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}",
+                                  "--fair-strength", "1", "--fair",
+                                  json.dumps({f"g{i}": 1 for i in range(10_000)})],
+     "`fairness` names groups ['g0', 'g1', 'g10', 'g100', 'g1000'] and 9995 more that are not among its groups"),
+    ("cache-is-a-file", ["generate", "--data", "{w}/data.jsonl", "--out", "{w}/o.jsonl", "--model", "{m}"],
+     "EVENHAND_CACHE="),
+    *[(f"{cmd}-{flag[2:]}-{value}", [*argv, flag, value], flag)
+      for cmd, argv in (("evaluate", [*EVAL[:6], "{w}/o.jsonl"]), ("meta-eval", [*META[:6], "{w}/o.jsonl", *META[7:]]),
+                        ("calibrate", CALIB))
+      for flag, value in (("--max-concurrency", "0"), ("--server-timeout", "inf"), ("--server-timeout", "1e30"))],
+]
+
+
+@pytest.mark.parametrize("case, argv, needle", ROUND3_TRACEBACKS, ids=[c for c, _, _ in ROUND3_TRACEBACKS])
+def test_round3_tracebacks_are_one_line(work, model_dir, adapters, capsys, monkeypatch, case, argv, needle):
+    import time
+
+    (work / "empty.yaml").write_text("")
+    (work / "comment.yaml").write_text("# nothing set yet\n")
+    (work / "weights.yaml").write_text("data: data.jsonl\nout_dir: run\nscorers: rouge-l-recall,rouge-l-precision\n"
+                                       "weights: [1, 2, 3]\n")
+    (work / "target.yaml").write_text(f"data: data.jsonl\nout_dir: run\nmodel: {model_dir}\n"
+                                      "lora_target: nope_proj\nscorers: rouge-l-recall\ndev_size: 1\niterations: 1\n"
+                                      "candidates: 2\nmax_new_tokens: 4\n")
+    (work / "notenc").mkdir(exist_ok=True)
+    (work / "notenc" / "config.json").write_text("{}")
+    (work / "notenc" / "model.safetensors").write_bytes((model_dir / "model.safetensors").read_bytes())
+    if case == "cache-is-a-file":
+        monkeypatch.setenv("EVENHAND_CACHE", str(work / "data.jsonl"))
+    monkeypatch.chdir(work)  # the train configs name their files relative to the working folder
+    argv = [a.replace("{w}", str(work)).replace("{m}", str(model_dir)).replace("{a}", str(adapters)) for a in argv]
+    before = _snapshot(work)
+    start = time.monotonic()
+    code = _run_bounded(argv)
+    captured = capsys.readouterr()
+    lines = [part for line in captured.err.splitlines() for part in line.split("\r") if part.strip()]
+    errors = [line for line in lines if "error:" in line]
+    assert code == 2 and errors == [lines[-1]], (code, captured.err)  # one error line, the last
+    assert lines[-1].startswith(f"evenhand {argv[0]}: error: ") and needle in lines[-1], lines[-1]
+    assert "Traceback" not in captured.err + captured.out
+    assert _snapshot(work) == before and time.monotonic() - start < 120
+
+
+def test_a_sweep_prompt_past_the_context_is_one_line_before_any_bar(work, model_dir, capsys):
+    """The first model's prompts are checked right after it loads, before the progress bar starts."""
+    (work / "ctx.yaml").write_text(f"datasets:\n  d: data.jsonl\nbase:\n  model: {model_dir}\n  max_new_tokens: 2040\n")
+    before = _snapshot(work)
+    code = _run_bounded(["sweep", "--config", str(work / "ctx.yaml"), "--results", str(work / "ctx.sqlite")])
+    captured = capsys.readouterr()
+    lines = [part for line in captured.err.splitlines() for part in line.split("\r") if part.strip()]
+    assert code == 2 and len(lines) == 1, captured.err
+    assert lines[0].startswith("evenhand sweep: error: ") and "more than the model's context allows" in lines[0]
+    assert "Traceback" not in captured.err + captured.out
+    after = _snapshot(work)
+    assert {k: v for k, v in after.items() if k in before} == before  # only the new results file appeared

@@ -75,6 +75,21 @@ def _foreign_csv(p: Path) -> None:
     p.write_text("name,salary\nada,100\n")
 
 
+def _link_to(name: str, hard: bool = False) -> Callable[[Path], None]:
+    """Make the path a symbolic (or hard) link to the work folder's file ``name``: an input, or a user's file."""
+
+    def make(p: Path) -> None:
+        target = p.parent / name
+        if not target.exists():
+            target.write_text("a file of the user's\n")
+        if hard:
+            os.link(target, p)
+        else:
+            p.symlink_to(target)
+
+    return make
+
+
 #: kind -> (make it at a path, text the message must hold)
 KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "dir": (_dir, "is a directory"),
@@ -82,12 +97,19 @@ KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "devlink": (_devlink, "symlink to a device"),
     "dirlink": (_dirlink, "symlink to a directory"),
     "dangling": (_dangling, "symlink to a missing path"),
+    # the link rule: never into an input of the run, never through a link beside the output
+    "link-data": (_link_to("data.jsonl"), "--data"),
+    "hardlink-data": (_link_to("data.jsonl", hard=True), "--data"),
+    "link-controlled": (_link_to("controlled.json"), "--data"),
+    "hardlink-controlled": (_link_to("controlled.json", hard=True), "--data"),
+    "link-foreign": (_link_to("user_notes.txt"), "a file this command did not create"),
+    "hardlink-foreign": (_link_to("user_notes.txt", hard=True), "hard links"),
 }
 
 #: (command, the path made bad relative to the output ({o}) or work folder, kind, needle or None)
 CASES: list[tuple[str, str, str, str | None]] = []
 for _cmd in FILE_COMMANDS:
-    for _kind in KINDS:
+    for _kind in ("dir", "fifo", "devlink", "dirlink", "dangling"):
         CASES.append((_cmd, "{o}", _kind, None))
     CASES.append((_cmd, "{o}", "locked", "is being written by pid"))
     CASES.append((_cmd, "{w}/data.jsonl/{n}", "under-file", "is not a directory"))
@@ -113,6 +135,22 @@ CASES += [
     ("sweep", "{o}-shm", "fifo", "r.sqlite-shm"),
     ("sweep", "{o}.lock", "devlink", "r.sqlite.lock"),
     ("sweep", "{w}/r.part0-of2.sqlite", "fifo", "r.part0-of2.sqlite"),
+]
+for _cmd in ("generate", "rerank", "evaluate"):
+    CASES += [(_cmd, "{o}", "link-data", None), (_cmd, "{o}", "hardlink-data", None)]
+for _cmd in ("meta-eval", "calibrate"):
+    CASES += [(_cmd, "{o}", "link-controlled", None), (_cmd, "{o}", "hardlink-controlled", None)]
+CASES += [
+    ("sweep", "{o}", "link-data", "symbolic link to data set d"),
+    ("generate", "{o}.manifest.json", "link-foreign", None),
+    ("rerank", "{o}.bak", "link-foreign", None),
+    ("meta-eval", "{o}.timings.json", "link-foreign", None),
+    ("evaluate", "{w}/o.csv", "link-foreign", None),
+    ("evaluate", "{w}/o.corpus.jsonl", "link-foreign", None),
+    ("demo", "{w}/d.csv", "link-foreign", None),
+    ("sweep", "{o}-wal", "link-foreign", None),
+    ("generate", "{o}", "hardlink-foreign", None),
+    ("calibrate", "{o}.lock", "link-foreign", None),
 ]
 for _cmd in DIR_COMMANDS:
     CASES += [

@@ -141,6 +141,7 @@ def test_demo_table_and_csv(tmp_path):
     block = format_scores(Composite, rows[0]["scores"])
     selection, checks = block.split("independent checks (not used to select)")
     assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
+    assert "  alignscore" + " " * 28 + "0.200    0.900   [0-1]\n" in selection  # its range, from the legend
     assert "(higher is better: evenhand)" in checks and "(lower is better: evenhand)" in checks
 
 
@@ -190,3 +191,24 @@ def test_generate_shows_no_library_noise_unless_verbose(tmp_path, model_dir):
     assert "Loading weights" in err["-v"]  # the library's bar is real, and shown when asked
     for noise in ("Loading weights", "deprecated", "it/s]", "[transformers]"):
         assert noise not in err[""], err[""]
+
+
+def test_demo_output_chains_into_evaluate(tmp_path, model_dir):
+    """`evaluate --data demo --summaries d.jsonl` reads the demo's own output (its `summary`: evenhand's)."""
+    import json
+
+    from evenhand.demo import demo_examples
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    ex = demo_examples()[0]
+    out = tmp_path / "d.jsonl"
+    assert main(["demo", "--model", str(model_dir), "--example", ex.id, "--max-new-tokens", "6",
+                 "--candidates", "2", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert row["id"] == ex.id and row["summary"] == row["evenhand"]
+    scores = tmp_path / "e.jsonl"
+    assert main(["evaluate", "--data", "demo", "--summaries", str(out), "--metrics", "rouge-l-recall",
+                 "--out", str(scores)]) == 0
+    (scored,) = [json.loads(line) for line in scores.read_text(encoding="utf-8").splitlines()]
+    assert scored["id"] == ex.id
+    assert scored["rouge-l-recall"] == get_scorer("rouge-l-recall").score([ex], [row["summary"]])[0]

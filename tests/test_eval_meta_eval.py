@@ -99,7 +99,12 @@ def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
     scores = [c["score"] for c in record["candidates"]]
     assert len(scores) == 3 and record["best_score"] == max(scores)
     assert set(record["candidates"][0]["components"]) == {"rouge-l-recall", "rouge-l-precision"}
-    assert "mean composite: selected" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    won = record["candidates"][record["best_index"]]["recipe"]
+    counts = {r: int(r == won) for r in ("nucleus", "top-k", "hybrid")}
+    assert f"kept (of 1 examples): nucleus {counts['nucleus']}, top-k {counts['top-k']}, hybrid {counts['hybrid']}" in printed
+    assert "mean composite: selected" not in printed  # min-max per set: a "gain" by construction
+    assert f"kept minus the set's mean composite {record['best_score'] - sum(scores) / 3:+.3f}" in printed
     # with a fluency floor the plain beam-search summary joins, and the winner clears the floor
     floored = tmp_path / "floored.jsonl"
     code = main(["rerank", "--data", str(data), "--out", str(floored), "--candidates", "3",
@@ -113,7 +118,12 @@ def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
     plain = cands[3]["floors"]["fluency"]
     assert all(c["eligible"] == (c["recipe"] == "beam" or c["floors"]["fluency"] >= plain - 0.25) for c in cands)
     assert cands[record["best_index"]]["eligible"]
-    assert "plain beam search kept for" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    if cands[record["best_index"]]["recipe"] == "beam":
+        assert "plain beam search kept for 1 of 1 examples: reranking changed no summary" in printed
+    else:
+        gain = record["best_score"] - cands[3]["score"]
+        assert f"where a sample replaced plain beam search (1 of 1): composite {gain:+.3f} over plain" in printed
 
 
 @pytest.mark.parametrize(

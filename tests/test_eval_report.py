@@ -86,7 +86,10 @@ def test_select_summaries(tmp_path):
     path.write_text('{"id": "e1", "summary": "x"}\n{"id": "e2", "summary": "y"}\n')
     assert [i.summary for i in select_summaries(exs, str(path))] == ["x", "y"]
     path.write_text('{"id": "e1", "summary": "x"}\n')
-    with pytest.raises(DataError, match="no summary for 1"):
+    with pytest.warns(UserWarning, match="scoring the 1 of 2 examples it has summaries for; no summary for 1"):
+        assert [i.id for i in select_summaries(exs, str(path))] == ["e1"]  # a --limit run scores
+    path.write_text('{"id": "e9", "summary": "x"}\n')
+    with pytest.raises(DataError, match="ids not in the data"):
         select_summaries(exs, str(path))
     with pytest.raises(DataError, match="references:2 needs more"):
         select_summaries(exs, "references:2")

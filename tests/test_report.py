@@ -79,6 +79,14 @@ def test_report_plots_tables_and_page(results: Path, tmp_path: Path) -> None:
     assert "skipped: no factuality scores" in page  # reviews has none
     assert "skipped: no fairness scores" in page  # news has no fairsumm columns
     assert "backend: token-overlap fallback" in page
+    # the numbers come with their meaning, and a few summaries stand beside them
+    assert "mint: 0-1, descriptive" in page
+    assert page.count("<h3>Sample summaries</h3>") == 2
+    sample = page.split("<h2>Data set: news</h2>")[1].split("<h3>Sample summaries</h3>")[1]
+    # every news cell's summaries of ex0 and ex1 (per-example MINT = cell mean -/+ 0.02), no ex2
+    assert "<td>h=2</td><td>0</td><td>summary 0</td><td>0.48</td>" in sample
+    assert "<td>ex1</td><td>h=2</td><td>0</td><td>summary 1</td><td>0.52</td>" in sample
+    assert "summary 2" not in sample.split("</table>")[0]
 
     tradeoff = _csv(out / "news_tradeoff.csv")
     h_line = [r for r in tradeoff if r["cell"].startswith("h=")]
@@ -162,5 +170,8 @@ def test_fairness_plot_keeps_the_unconstrained_cell_and_f50_says_extrapolated(tm
     tradeoff = _csv(out / "news_tradeoff.csv")
     assert {r["F@50_extrapolated"] for r in tradeoff} == {"True"}
     assert float(tradeoff[0]["F@50"]) == pytest.approx(2.2)
-    assert "F@50 is extrapolated" in (out / "index.html").read_text(encoding="utf-8")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "F@50 is extrapolated" in page
+    # 2.2 for a 0-1 scorer: said to be a trend-line value beyond the cells' 0.52..0.68
+    assert "F@50=2.2 is where the trend line reaches MINT 0.5, outside the factuality its cells scored" in page
     assert Image.open(out / "news_tradeoff.png").size[0] > 0

@@ -80,3 +80,22 @@ def test_embedded_judge_scores_in_range():
     for d in details:
         assert 1.0 <= d["score"] <= 5.0 and 0.0 < d["digit_mass"] <= 1.0
     assert details[0]["judge"] == "smollm2-135m-instruct"
+
+
+def test_a_source_cut_to_fit_is_stated_in_the_row_and_warned_once(judge):
+    """Never silent: the judge's budget is its model's context at most, and a cut source says so."""
+    from evenhand.decoding.engines.transformers import context_limit
+
+    cutting = get_scorer("llm-coverage", max_prompt_tokens=100_000, progress=False)
+    cutting.use_model(judge._model, judge._tokenizer, "tiny")
+    context = context_limit(judge._model)
+    assert context is not None and cutting.prompt_limit() == context - 8
+    long = Example("long", [Document("Alpha beta gamma. " * 3000)])
+    with pytest.warns(UserWarning, match=r"read only the start of 1 source\(s\) longer than its prompt budget") as seen:
+        d_long, d_short = cutting.score_details([long, SOURCE], ["Alpha.", "The budget passed."])
+        cutting.cache_clear()
+        cutting.score_details([long], ["Beta."])
+    assert len([w for w in seen if "read only the start" in str(w.message)]) == 1  # once per scorer
+    kept, total = (int(x) for x in d_long["source_cut"].split()[3:6:2])
+    assert d_long["source_cut"].startswith("read the first ") and kept < total and total > 9000
+    assert "source_cut" not in d_short

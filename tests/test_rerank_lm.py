@@ -272,3 +272,17 @@ def test_lm_scorers_share_their_passes(tiny_causal):
     assert shared == counts["lm-pmi"] < sum(counts.values())
     # pmi is exactly likelihood − fluency of the shared computations
     assert values["lm-pmi"] == pytest.approx([a - b for a, b in zip(values["lm-likelihood"], values["fluency"])], abs=1e-12)
+
+
+def test_a_sentence_cut_to_max_source_tokens_is_warned_once(tiny_causal):
+    """Never silent: a source sentence longer than ``max_source_tokens`` is cut, and one warning says so."""
+    model, tok = tiny_causal
+    run_on = "Speaker one said " + "the plan was fine and " * 30 + "that was all."
+    scorer = _scorers(model, tok, max_source_tokens=40, chunk_words=30)["lm-pmi"]
+    with pytest.warns(UserWarning, match=r"holds a sentence of \d+ tokens, more than `max_source_tokens` \(40\)") as seen:
+        rows = scorer.score_details([run_on, run_on + " Again.", "Short one."], ["The plan was fine.", "Fine.", "Ok."])
+    assert len([w for w in seen if "max_source_tokens" in str(w.message)]) == 1
+    # and each row scored on a cut source says so, in its record and in evaluate's columns
+    assert [r.get("source_cut") for r in rows] == ["1 source chunk(s) cut to their first 40 tokens"] * 2 + [None]
+    assert scorer.columns(rows[0])["lm-pmi_source_cut"] == rows[0]["source_cut"]
+    assert "lm-pmi_source_cut" not in scorer.columns(rows[2])

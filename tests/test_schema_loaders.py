@@ -133,3 +133,52 @@ def test_resumable_jsonl_drops_torn_line_and_resumes(tmp_path):
     assert not fresh.done("a") and len(read_jsonl(path)) == 3  # replaced at the first new record
     fresh.append([{"id": "z"}])
     assert read_jsonl(path) == [{"id": "z"}]
+
+
+def test_csv_attribute_column_picks_groups_and_prompt_kind(tmp_path):
+    """A `rating` column holds the groups, names the attribute and picks the reviews prompt."""
+    from evenhand.decoding.prompts.templates import describe_kinds, prompt_kind
+
+    path = _write(tmp_path, "r.csv", [
+        "example_id,text,rating,stars_source", "p1,Great sound.,5,web", "p1,Broke in a week.,1,web",
+    ])
+    with pytest.warns(UserWarning, match=r"column\(s\) stars_source ignored"):
+        (ex,) = load_examples(path)
+    assert (ex.attribute, ex.labels) == ("rating", ["5", "1"])
+    assert prompt_kind(ex).name == "reviews"
+    assert describe_kinds([ex]) == "prompt kind: reviews (attribute rating)"
+
+
+def test_csv_attribute_flag_and_attribute_column(tmp_path):
+    path = _write(tmp_path, "s.csv", ["example_id,text,who,attribute", "d1,We must act.,Kim,x", "d1,No.,Lee,x"])
+    with pytest.warns(UserWarning):  # `who` and `attribute`... `who` is not the groups without the flag
+        (plain,) = load_examples(path)
+    assert (plain.attribute, plain.labels) == ("x", [None, None])
+    (ex,) = load_examples(path, attribute="who")  # the flag names the groups' column
+    assert (ex.attribute, ex.labels) == ("who", ["Kim", "Lee"])
+    grouped = _write(tmp_path, "g.csv", ["example_id,text,group", "d1,We must act.,Kim", "d1,No.,Lee"])
+    (ex,) = load_examples(grouped, attribute="speaker")  # `group` column, attribute named by the flag
+    assert (ex.attribute, ex.labels) == ("speaker", ["Kim", "Lee"])
+    from evenhand.decoding.prompts.templates import describe_kinds
+
+    assert describe_kinds([ex]) == "prompt kind: debate (attribute speaker)"
+    with pytest.raises(DataError, match="no column `party` .*--attribute"):
+        load_examples(path, attribute="party")
+    two = _write(tmp_path, "t.csv", ["example_id,text,rating,sentiment", "e,a,5,pos"])
+    with pytest.raises(DataError, match="`rating` and `sentiment` could each hold the groups"):
+        load_examples(two)
+
+
+def test_jsonl_attribute_flag_fills_missing_and_refuses_a_conflict(tmp_path):
+    from evenhand.decoding.prompts.templates import describe_kinds
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"id": "a", "documents": [{"text": "Good.", "group": "5"}]}) + "\n")
+    (bare,) = load_examples(path)
+    assert describe_kinds([bare]) == ("prompt kind: texts (the examples name no attribute: give --attribute "
+                                      "(rating, speaker...) or --prompt-kind)")
+    (ex,) = load_examples(path, attribute="rating")
+    assert ex.attribute == "rating" and describe_kinds([ex]) == "prompt kind: reviews (attribute rating)"
+    path.write_text(json.dumps({"id": "a", "attribute": "party", "documents": ["x"]}) + "\n")
+    with pytest.raises(DataError, match="attribute is 'party' but --attribute is 'rating'"):
+        load_examples(path, attribute="rating")

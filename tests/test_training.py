@@ -425,3 +425,31 @@ def test_embedded_model_is_trainable_after_dropping_the_gguf_marker():
     validate_quantization_for_training(peft_model)  # raised for the GGUF-marked model before
     after = model.state_dict()
     assert all((after[k] == v).all() for k, v in before.items())  # weights untouched
+
+
+class TieScorer:
+    """Every candidate scores the same: no preference pairs can form."""
+
+    name = "hash"
+
+    def score(self, sources, outputs):
+        return [0.5 for _ in outputs]
+
+
+def test_an_iteration_without_pairs_stops_with_the_fix(tmp_path, model_dir):
+    """All candidates tie -> DataError (the CLI's exit 2) naming the fix, not a run that trained nothing."""
+    from evenhand.evaluation.errors import DataError
+
+    with pytest.raises(DataError) as err:
+        train_dpo_rr(_config(model_dir, tmp_path / "tie"), scorers={"hash": TieScorer()}, train=_examples())
+    message = str(err.value)
+    assert message.startswith("iteration 1 formed no preference pairs: the 3 candidates of each of 2 prompts")
+    assert "--candidates 6" in message and "--scorers hash" in message and "\n" not in message
+    assert not (tmp_path / "tie" / "iter_1").exists()  # nothing committed for the failed iteration
+
+
+def test_train_selects_with_reranks_scorers():
+    from evenhand.rerank.reranker import DEFAULT_SCORERS
+
+    assert DPORRConfig().scorers == DEFAULT_SCORERS.split(",") == [
+        "calibrated:coverage", "calibrated:faithfulness", "equal-coverage"]

@@ -136,7 +136,8 @@ def test_reward_is_the_per_set_composite_hand_checked():
 
     records = [{"position": 0, "id": "x0", "candidates": [{"text": t} for t in "pqr"]},
                {"position": 1, "id": "x1", "candidates": [{"text": t} for t in "stu"]}]
-    score(SimpleNamespace(scoring=scoring, fair_scorer=None), examples, records)
+    score(SimpleNamespace(scoring=scoring, fair_scorer=None, config=SimpleNamespace(progress=False),
+                          state=SimpleNamespace(is_main_process=True)), examples, records)
     dpo = [c["score"] for r in records[::-1] for c in r["candidates"]]
     assert rewards == pytest.approx(dpo)
     kept = reward.records[1]["candidates"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..decoding.engines.base import engine_names
 from ..evaluation.data.configs import coerce_lists, config_from_mapping, load_config
+from ..rerank.reranker import DEFAULT_SCORERS
 
 #: The generation engines of `sample` and `evaluate` (the registry's built-in ones).
 ENGINES = engine_names()
@@ -87,8 +88,9 @@ class DPORRConfig:
     generate_batch_size: int = field(default=4, metadata=_help("Sequences per generate() call."))
     # -- scoring and pairs ---------------------------------------------------------------
     scorers: list[str] = field(
-        default_factory=lambda: ["llm-coverage", "alignscore"],
-        metadata={**_help("Registered scorers combined by `composite`."), "scorers": True},
+        default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
+        metadata={**_help("Registered scorers combined by `composite` (the ones `evenhand rerank` "
+                          "selects with)."), "scorers": True},
     )
     weights: list[float] | None = field(
         default=None, metadata=_help("Scorer weights, one per scorer (default: equal).")
@@ -181,6 +183,10 @@ class DPORRConfig:
         check_number(self.grpo_beta, "grpo_beta", low=0, high=100)
         check_number(self.lora_dropout, "lora_dropout", low=0, high=1, high_open=True)
         check_number(self.min_gap, "min_gap", low=0)
+        if not self.fairness and self.normalize == "minmax" and self.min_gap > 1:
+            # minmax composites lie in [0, 1]: no pair could ever form, and the run would train on nothing
+            raise ValueError(f"`min_gap` {self.min_gap:g} can never be met: with `normalize: minmax` composite "
+                             "scores lie in [0, 1], so gaps are at most 1; lower it")
         if self.weights is not None:
             check_finite_list(self.weights, "weights")
         if self.pair_strategy not in PAIR_STRATEGIES:

@@ -124,13 +124,23 @@ class RunContext:
         if adapter is not None:
             self.model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
         else:
+            from ..evaluation.errors import DataError
+
             lora = LoraConfig(
                 r=c.lora_r, lora_alpha=c.lora_alpha, lora_dropout=c.lora_dropout,
                 target_modules=c.target_modules, task_type="CAUSAL_LM", bias="none",
             )
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(c.seed)
-                self.model = get_peft_model(base, lora)
+                try:
+                    self.model = get_peft_model(base, lora)
+                except ValueError as err:  # peft's NoMatchingPeftModuleError: no module of that name
+                    names = sorted({n.rsplit(".", 1)[-1] for n, m in base.named_modules()
+                                    if isinstance(m, torch.nn.Linear)})
+                    raise DataError(
+                        f"`lora_target` {','.join(c.target_modules)}: no such module in model {c.model} "
+                        f"({' '.join(str(err).split())[:120]}); its linear layers are {','.join(names)}"
+                    ) from None
         self.model.to(self.device)
 
     def drop_ref_adapter(self) -> None:

@@ -35,6 +35,8 @@ from ..evaluation.io.atomic import atomic_folder, atomic_write_bytes
 from ..evaluation.io.csv_file import write_csv
 from ..evaluation.io.json_file import write_json
 from ..evaluation.io.jsonl import write_jsonl
+from ..evaluation.metrics.paired import format_paired_table as format_table  # noqa: F401  (public name)
+from ..evaluation.metrics.paired import paired_table
 
 #: metric -> preferred direction: +1 higher is better, -1 lower is better, 0 descriptive.
 #: EC and UER are descriptive on TheFlipSide: the task asks for one perspective, not both alike.
@@ -98,11 +100,11 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
     import time
 
     import torch
-    from tqdm.auto import tqdm
 
     from ..decoding.config import GenerateConfig
     from ..decoding.models import load_generator
     from ..evaluation.io.jsonl import read_jsonl
+    from ..evaluation.io.progress import Progress
     from ..rerank.reranker import RerankConfig, Reranker, select_best
     from .scoring import registry_scoring
 
@@ -119,7 +121,9 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
         ),
     )
     records = []
-    for pos, ex in enumerate(tqdm(list(dev), desc="rerank baseline", unit="ex", disable=not progress)):
+    bar = Progress(len(dev), "rerank baseline", "ex", disable=not progress)
+    for pos, ex in enumerate(dev):
+        bar.begin(1)
         texts = [c["text"] for c in reranker.candidates([ex])[0]]
         raw = scoring.raw([ex] * len(texts), texts)
         pick = select_best(scoring.candidate_composite(raw))
@@ -129,6 +133,8 @@ def rerank_baseline(config: Any, dev: Sequence[Example], out: Path, progress: bo
             "composite": scoring.weighted({n: [scores[n]] for n in scoring.names})[0],
             "scores": scores, "best_index": pick, "candidates": texts,
         })
+        bar.update(1)
+    bar.close()
     summary = {"system": "rerank", "candidates": config.candidates, "dev_examples": len(records),
                "seconds": time.perf_counter() - start}
     commit_folder(out, {"dev.jsonl": records, "summary.json": summary})
@@ -220,66 +226,8 @@ def comparison_table(
     rows: Mapping[str, Sequence[Mapping[str, Any]]], pairs: Sequence[tuple[str, str]],
     metrics: Sequence[str], n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0,
 ) -> list[dict[str, Any]]:
-    """Paired bootstrap differences ``system - baseline`` per metric over shared dev articles.
-
-    Args:
-        rows: system -> per-article rows with ``id`` and the metrics.
-        pairs: (system, baseline) names in ``rows``.
-        metrics: the metric columns to compare.
-        n_resamples, confidence, seed: of ``paired_bootstrap`` (one seed for every cell).
-
-    Returns:
-        One dict per (pair, metric): ``system``, ``baseline``, ``metric``, ``n``
-        (articles where both values are finite), ``system_mean``, ``baseline_mean``,
-        ``diff``, ``lower``, ``upper`` and ``verdict``: ``better`` / ``worse`` when
-        the interval excludes 0 (by the metric's direction in :data:`CHECKS`;
-        unlisted metrics count higher as better), ``higher`` / ``lower`` for
-        descriptive metrics, else ``tie``.
-    """
-    import numpy as np
-
-    from ..evaluation.metrics.bootstrap import paired_bootstrap
-
-    out = []
-    for system, baseline in pairs:
-        for name in (system, baseline):
-            if name not in rows:
-                raise ValueError(f"no rows for system {name!r}; available: {', '.join(rows)}")
-        base = {r["id"]: r for r in rows[baseline]}
-        shared = [r for r in rows[system] if r["id"] in base]
-        for metric in metrics:
-            a = np.array([float(r.get(metric, math.nan)) for r in shared])
-            b = np.array([float(base[r["id"]].get(metric, math.nan)) for r in shared])
-            ok = np.isfinite(a) & np.isfinite(b)
-            row: dict[str, Any] = {"system": system, "baseline": baseline, "metric": metric, "n": int(ok.sum())}
-            if not ok.any():
-                out.append({**row, "system_mean": math.nan, "baseline_mean": math.nan, "diff": math.nan,
-                            "lower": math.nan, "upper": math.nan, "verdict": "n/a"})
-                continue
-            diff, lower, upper = paired_bootstrap(a[ok], b[ok], n_resamples, confidence, seed)
-            direction = CHECKS.get(metric, 1)
-            if lower > 0 or upper < 0:
-                sign = 1 if lower > 0 else -1
-                verdict = ("higher" if sign > 0 else "lower") if direction == 0 else (
-                    "better" if sign == direction else "worse")
-            else:
-                verdict = "tie"
-            out.append({**row, "system_mean": float(a[ok].mean()), "baseline_mean": float(b[ok].mean()),
-                        "diff": diff, "lower": lower, "upper": upper, "verdict": verdict})
-    return out
-
-
-def format_table(table: Sequence[Mapping[str, Any]]) -> str:
-    """A Markdown table of :func:`comparison_table` rows."""
-    lines = ["| system | baseline | metric | system mean | baseline mean | diff [95% CI] | verdict |",
-             "|---|---|---|---|---|---|---|"]
-    for r in table:
-        lines.append(
-            f"| {r['system']} | {r['baseline']} | {r['metric']} | {r['system_mean']:.4f} | "
-            f"{r['baseline_mean']:.4f} | {r['diff']:+.4f} [{r['lower']:+.4f}, {r['upper']:+.4f}] | "
-            f"{r['verdict']} |"
-        )
-    return "\n".join(lines)
+    """``evaluation.metrics.paired.paired_table`` with the experiment's metric directions (:data:`CHECKS`)."""
+    return paired_table(rows, pairs, metrics, CHECKS, n_resamples, confidence, seed)
 
 
 def plot_differences(

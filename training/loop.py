@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.data.schema import Example
+from ..evaluation.errors import DataError
 from . import stages
 from .config import DPORRConfig
 from .context import RunContext, drop_gguf_marker, open_run, split_dev
@@ -148,6 +149,17 @@ def zero_shot(ctx: RunContext, store: RunStore) -> None:
     ctx.log(f"iteration 0: {_dev_text(summary['dev'])}")
 
 
+def no_pairs_message(config: Any, k: int, prompts: int) -> str:
+    """The one line a run stops with when iteration ``k`` forms no preference pairs (nothing to train)."""
+    gap = f" or lower --min-gap (now {config.min_gap:g})" if config.min_gap > 0 else ""
+    return (
+        f"iteration {k} formed no preference pairs: the {config.candidates} candidates of each of "
+        f"{prompts} prompts tie on --scorers {','.join(config.scorers)}, so DPO would train nothing; "
+        f"sample more (--candidates {max(2 * config.candidates, 6)}), use scorers that tell the "
+        f"candidates apart{gap}, and run again (finished iterations are kept)"
+    )
+
+
 def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Example]) -> None:
     """One DPO+RR iteration: sample, score, pair, train, evaluate, commit ``iter_k``."""
     c, t0, seconds = ctx.config, time.perf_counter(), {}
@@ -161,6 +173,8 @@ def dpo_rr_iteration(ctx: RunContext, store: RunStore, k: int, prompts: list[Exa
 
     t = time.perf_counter()
     pairs = stages.pair(c, records)
+    if not pairs:
+        raise DataError(no_pairs_message(c, k, len(prompts)))
     ctx.log(f"{_tag(ctx, k)}: {len(pairs)} pairs ({c.pair_strategy}); DPO")
     train_metrics = stages.train_dpo(ctx, k, prompts, pairs, store.workdir(k))
     store.drop_workdir(k)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.data.schema import Example
+from ..evaluation.io.progress import Progress
 from .config import DPORRConfig
 from .context import RunContext
 
@@ -44,7 +45,10 @@ def sample(ctx: RunContext, k: int, prompts: list[Example]) -> list[dict[str, An
         lora_request=lora,
     )
     mine = ctx.shard(prompts)
-    per_example = reranker.candidates([ex for _, ex in mine]) if mine else []
+    with Progress(len(mine), f"iteration {k}: sample", "prompt", disable=not _shows(ctx)) as bar:
+        bar.begin(len(mine))  # the samplers' decoding steps move it (evaluation.io.progress)
+        per_example = reranker.candidates([ex for _, ex in mine]) if mine else []
+        bar.update(len(mine))
     return [{"position": pos, "id": ex.id, "candidates": cands} for (pos, ex), cands in zip(mine, per_example)]
 
 
@@ -62,21 +66,33 @@ def _generator(ctx: RunContext, base: bool) -> tuple[Any, Any, Any]:
 
 def score(ctx: RunContext, prompts: list[Example], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Score each record's candidates in place (see module); return ``records``."""
-    for record in records:
-        ex = prompts[record["position"]]
-        cands = record["candidates"]
-        texts = [cand["text"] for cand in cands]
-        raw = ctx.scoring.raw([ex] * len(texts), texts)
-        composite = ctx.scoring.candidate_composite(raw)
-        for j, cand in enumerate(cands):
-            cand["score"] = composite[j]
-            cand["components"] = {name: raw[name][j] for name in raw}
-        if ctx.fair_scorer is not None:
-            details = ctx.fair_scorer.score_details([ex] * len(texts), texts)
-            for cand, d in zip(cands, details):
-                cand["fair_score"] = d["score"]
-                cand["group_diffs"] = d.get("group_diffs") or {}
+    with Progress(len(records), "score", "prompt", disable=not _shows(ctx)) as bar:
+        for record in records:
+            _score_record(ctx, prompts, record)
+            bar.update(1)
     return records
+
+
+def _shows(ctx: RunContext) -> bool:
+    """Whether this process shows progress (``config.progress``, main process only)."""
+    return bool(ctx.config.progress and ctx.state.is_main_process)
+
+
+def _score_record(ctx: RunContext, prompts: list[Example], record: dict[str, Any]) -> None:
+    """Score one record's candidates in place."""
+    ex = prompts[record["position"]]
+    cands = record["candidates"]
+    texts = [cand["text"] for cand in cands]
+    raw = ctx.scoring.raw([ex] * len(texts), texts)
+    composite = ctx.scoring.candidate_composite(raw)
+    for j, cand in enumerate(cands):
+        cand["score"] = composite[j]
+        cand["components"] = {name: raw[name][j] for name in raw}
+    if ctx.fair_scorer is not None:
+        details = ctx.fair_scorer.score_details([ex] * len(texts), texts)
+        for cand, d in zip(cands, details):
+            cand["fair_score"] = d["score"]
+            cand["group_diffs"] = d.get("group_diffs") or {}
 
 
 def pair(config: DPORRConfig, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -186,7 +202,7 @@ def evaluate(ctx: RunContext, base: bool = False) -> list[dict[str, Any]]:
             model, tokenizer, examples,
             GenerateConfig(max_new_tokens=c.max_new_tokens, batch_size=c.generate_batch_size,
                            num_beams=1, seed=c.seed),
-            progress=False, lora_request=lora,
+            progress=_shows(ctx), lora_request=lora,
         ) if examples else []
     raw = ctx.scoring.raw(examples, texts) if examples else {}
     composite = ctx.scoring.weighted(raw) if examples else []

@@ -59,8 +59,16 @@ class TextEncoder:
         embedded = model in MINILM_ALIASES
         path = str(minilm_path()) if embedded else model
         self.name = MINILM_NAME if embedded else model
-        self.model = AutoModel.from_pretrained(path)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        try:
+            self.model = AutoModel.from_pretrained(path)
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+        except (ValueError, OSError, KeyError) as err:  # a folder that holds no encoder transformers knows
+            from ...evaluation.errors import DataError
+
+            raise DataError(
+                f"--fair-meaning-encoder {model}: not an encoder model transformers can load "
+                f"({' '.join(str(err).split())[:160]}); give 'minilm' or a sentence-encoder folder"
+            ) from None
         self.device = device or default_device()
         self.model.to(self.device).eval()
         config = self.model.config

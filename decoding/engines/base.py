@@ -185,17 +185,22 @@ def validate_examples(examples: Sequence[Example], where_files: bool = True) -> 
 
 class SummaryCollector:
     """The summaries of one ``generate`` call (any engine): cleaned when ``config.clean``,
-    handed to ``on_batch`` per batch, counted on a progress bar."""
+    handed to ``on_batch`` per batch, counted per example on a progress bar (with the batch in
+    flight shown as it decodes, when the engine reports its steps: ``begin``)."""
 
     def __init__(
         self, total: int, config: GenerateConfig,
         on_batch: Callable[[list[Example], list[str]], None] | None, progress: bool,
     ) -> None:
-        from tqdm.auto import tqdm
+        from ...evaluation.io.progress import Progress
 
         self.config, self.on_batch = config, on_batch
         self.outputs: list[str] = []
-        self.bar = tqdm(total=total, desc="generate", unit="ex", disable=not progress)
+        self.bar = Progress(total, "generate", "ex", disable=not progress)
+
+    def begin(self, batch: Sequence[Example]) -> None:
+        """``batch`` starts decoding (its steps move the bar of whoever shows progress)."""
+        self.bar.begin(len(batch))
 
     def add(self, batch: list[Example], texts: list[str]) -> None:
         """Keep one batch's summaries (in example order)."""

@@ -71,8 +71,7 @@ def fair_beam_generate(
     term's document blocks) are built once, as in-process. Returns the cleaned summaries
     in example order, each batch handed to ``on_batch``.
     """
-    from tqdm.auto import tqdm
-
+    from ...evaluation.io.progress import report_fraction
     from ..beam.objective import fair_beam_settings
     from ..beam.step_loop import beam_search_steps, candidate_processors
     from ..config import check_examples
@@ -94,14 +93,16 @@ def fair_beam_generate(
         if config.beam_search and config.fairness is not None:
             tables = group_tables(batch, tokenizer, vocab_size, config.fairness, "cpu")
             fair = fair_beam_settings(batch, tokenizer, tables, config, "cpu")
-        # a step per generated token: the bar moves while a large batch is searched
-        with tqdm(total=config.max_new_tokens, desc="beam steps", unit="tok", leave=False,
-                  disable=not progress) as bar:
-            hyps = beam_search_steps(
-                next_token, prompts, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens,
-                eos_token_ids=[tokenizer.eos_token_id], pad_token_id=tokenizer.pad_token_id, fair=fair,
-                adjust=adjust, on_step=lambda requests: bar.update(1),
-            )
+        # a step per generated token: the open bar moves while a large batch is searched
+        summaries.begin(batch)
+        steps = iter(range(1, config.max_new_tokens + 1))
+        hyps = beam_search_steps(
+            next_token, prompts, num_beams=config.num_beams, max_new_tokens=config.max_new_tokens,
+            eos_token_ids=[tokenizer.eos_token_id], pad_token_id=tokenizer.pad_token_id, fair=fair,
+            adjust=adjust,
+            on_step=lambda requests, steps=steps: report_fraction(
+                next(steps, config.max_new_tokens) / config.max_new_tokens),
+        )
         decoded = tokenizer.batch_decode([h[0] for h in hyps], skip_special_tokens=True)
         summaries.add(batch, [plan.summary(t) for plan, t in zip(plans, decoded)])
     return summaries.close()

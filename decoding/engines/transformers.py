@@ -15,6 +15,7 @@ from ...evaluation.data.schema import Example
 from ..config import DecodingSettings, GenerateConfig
 from ..processors.builders import ProcessorBuilder
 from .base import Capabilities, SummaryCollector, batches, validate_examples
+from .step_progress import step_criteria
 
 
 def context_limit(model: Any) -> int | None:
@@ -160,6 +161,7 @@ class TransformersEngine:
         summaries = SummaryCollector(len(examples), config, on_batch, progress)
         for start, batch in batches(examples, config.batch_size):
             enc = encode_prompts(model, tokenizer, batch, config).to(device)
+            summaries.begin(batch)
             prompt_batch = PromptBatch(batch, enc["input_ids"], enc["attention_mask"], tokenizer, model, config)
             hooks = BatchHooks()  # every part's processors (and fair beam search's generate kwargs)
             for build in builders:
@@ -173,6 +175,8 @@ class TransformersEngine:
                     logits_processor=processors,
                     pad_token_id=tokenizer.pad_token_id,
                     eos_token_id=tokenizer.eos_token_id,
+                    stopping_criteria=step_criteria(enc["input_ids"].shape[1], config.max_new_tokens)
+                    if not model.config.is_encoder_decoder else step_criteria(1, config.max_new_tokens),
                     **hooks.generate_kwargs,
                 )
             new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]

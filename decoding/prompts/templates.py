@@ -143,6 +143,24 @@ def prompt_kind(example: Example, kind: str = "auto") -> PromptKind:
     return PROMPT_KINDS[kind]
 
 
+def describe_kinds(examples: list[Example], kind: str = "auto") -> str:
+    """One line naming the prompt kind(s) ``examples`` get, printed once by the commands.
+
+    ``prompt kind: reviews (attribute rating)``; with no attribute, how to choose one.
+    """
+    from collections import Counter
+
+    counts = Counter(prompt_kind(ex, kind).name for ex in examples)
+    attributes = sorted({ex.attribute for ex in examples if ex.attribute})
+    how = f"--prompt-kind {kind}" if kind != "auto" else (
+        f"attribute {', '.join(attributes)}" if attributes else
+        "the examples name no attribute: give --attribute (rating, speaker...) or --prompt-kind")
+    if len(counts) == 1:
+        return f"prompt kind: {next(iter(counts))} ({how})"
+    parts = ", ".join(f"{name} for {n}" for name, n in counts.most_common())
+    return f"prompt kinds: {parts} examples ({how})"
+
+
 def _label(example: Example, group: str | None) -> str:
     if group is None:
         return ""

@@ -6,8 +6,10 @@ Formats (chosen by ``load_examples`` from the file's content and suffix):
 - TheFlipSide JSON: a list of records with ``topic``/``stance``/``input``/``document``.
 - Generic JSONL: one example per line, ``{"id", "documents": [{"text", "group"}], ...}``
   (documents may also be plain strings).
-- Generic CSV: one document per row with columns ``example_id``, ``text`` and
-  optional ``group``; rows of one example are consecutive or not, order kept.
+- Generic CSV: one document per row with columns ``example_id``, ``text`` and the
+  groups (a column ``group``, one named by ``--attribute``, or one named after a
+  known attribute such as ``rating``); rows of one example are consecutive or not,
+  order kept.
 - A ``datasets.Dataset`` with the generic JSONL columns (``from_dataset``).
 """
 
@@ -117,26 +119,70 @@ def load_jsonl(path: str | Path) -> list[Example]:
     return _unique(examples, path)
 
 
-def load_csv(path: str | Path) -> list[Example]:
-    """Generic CSV: one document per row (``example_id``, ``text``, optional ``group``).
+#: Attributes a CSV column may be named after (its cells are then the groups), as the prompt kinds know them.
+KNOWN_ATTRIBUTES = ("rating", "sentiment", "speaker", "stance", "party", "gender")
+
+
+def _csv_group_column(path: Path, columns: list[str], attribute: str | None) -> str | None:
+    """The column holding the group labels: ``attribute``'s, else ``group``, else the one known attribute."""
+    if attribute is not None and attribute in columns:
+        return attribute
+    if "group" in columns:
+        return "group"
+    if attribute is not None:
+        raise DataError(
+            f"{path}: no column `{attribute}` (--attribute) and no `group` column; columns: "
+            f"{', '.join(columns)}; name the column that holds the groups with --attribute"
+        )
+    known = [c for c in columns if c.strip().lower() in KNOWN_ATTRIBUTES]
+    if len(known) > 1:
+        raise DataError(
+            f"{path}: columns {' and '.join(f'`{c}`' for c in known)} could each hold the groups; "
+            f"name one with --attribute (e.g. --attribute {known[0]})"
+        )
+    return known[0] if known else None
+
+
+def load_csv(path: str | Path, attribute: str | None = None) -> list[Example]:
+    """Generic CSV: one document per row (``example_id``, ``text``, and the groups).
+
+    The groups (ratings, speakers...) are in the column named by ``attribute``
+    (``--attribute``), else in a column ``group``, else in the one column named after a
+    known attribute (``rating``, ``sentiment``, ``speaker``, ``stance``, ``party``,
+    ``gender``). The attribute's name is ``attribute``, else that column's name, else an
+    optional column ``attribute`` (its value on the example's first row). Other columns
+    are ignored with one warning naming them.
 
     A UTF-8 byte-order mark (what spreadsheets write) is skipped; a malformed row
     (a NUL byte, a field past the csv module's size limit) names its line.
     """
+    import warnings
+
     path = Path(path)
     grouped: dict[str, list[Document]] = {}
     first_line: dict[str, int] = {}
+    attributes: dict[str, str | None] = {}
     lineno = 1
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f)
-            columns = set(reader.fieldnames or [])
+            header = list(reader.fieldnames or [])
+            columns = set(header)
             for column in ("example_id", "text"):
                 if column not in columns:
                     raise DataError(
                         f"{path}: missing column `{column}`; a CSV needs `example_id`, `text` "
-                        "and optionally `group`"
+                        "and optionally `group` (or a column named by --attribute)"
                     )
+            group_column = _csv_group_column(path, header, attribute)
+            named = attribute or (group_column if group_column not in (None, "group") else None)
+            ignored = [c for c in header if c not in {"example_id", "text", "attribute", group_column}]
+            if ignored:
+                warnings.warn(
+                    f"{path}: column(s) {', '.join(ignored)} ignored; a CSV reads example_id, text, "
+                    f"{group_column or 'group'} (the groups) and attribute; name the groups' column "
+                    "with --attribute", UserWarning, stacklevel=2,
+                )
             for row in reader:
                 lineno = reader.line_num
                 if None in row:
@@ -147,17 +193,19 @@ def load_csv(path: str | Path) -> list[Example]:
                 text = row.get("text") or ""
                 if not text.strip():
                     raise DataError(f"{path}:{lineno}: field `text` is empty")
-                doc = Document(text, _group(row.get("group")))
+                group = row.get(group_column) if group_column else None
+                doc = Document(text, _group(group.strip() if isinstance(group, str) else group))
                 grouped.setdefault(row["example_id"], []).append(doc)
                 first_line.setdefault(row["example_id"], lineno)
+                attributes.setdefault(row["example_id"], named or (row.get("attribute") or "").strip() or None)
     except csv.Error as err:
         raise DataError(f"{path}:{lineno + 1}: malformed CSV ({err})") from None
     examples = []
     for k, docs in grouped.items():
-        example = Example(id=k, documents=docs)
+        example = Example(id=k, documents=docs, attribute=attributes[k])
         example.location = f"{path}:{first_line[k]}"
         examples.append(example.validate(example.location))
-    return examples
+    return _unique(examples, path)  # ids that differ only by invisible characters
 
 
 def load_fairsumm(path: str | Path) -> list[Example]:
@@ -267,11 +315,18 @@ def _read_json(path: Path) -> list[Any]:
 
 
 def _unique(examples: list[Example], path: Path) -> list[Example]:
-    seen: set[str] = set()
+    from ..io.limits import visible
+
+    seen: dict[str, str] = {}
     for ex in examples:
         if ex.id in seen:
             raise DataError(f"{path}: duplicate example id {ex.id!r}; ids must be unique")
-        seen.add(ex.id)
+        shown = visible(ex.id)
+        if shown in seen:
+            raise DataError(f"{path}: example ids {seen[shown]!r} and {ex.id!r} differ only by invisible "
+                            "characters, so they print the same; make the ids differ visibly")
+        seen[ex.id] = ex.id
+        seen.setdefault(shown, ex.id)
     return examples
 
 
@@ -303,8 +358,13 @@ LOADERS = {
 }
 
 
-def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
-    """Load examples from ``path``; ``format`` one of LOADERS' keys, or detected."""
+def load_examples(path: str | Path, format: str | None = None, attribute: str | None = None) -> list[Example]:
+    """Load examples from ``path``; ``format`` one of LOADERS' keys, or detected.
+
+    ``attribute`` (``--attribute``) names what the groups are (``rating``, ``speaker``...):
+    a CSV's groups column (``load_csv``), and the attribute of every example that has none;
+    an example whose own attribute differs is an error naming it.
+    """
     from ..io.utf8 import read_utf8
 
     path = Path(path)
@@ -314,9 +374,21 @@ def load_examples(path: str | Path, format: str | None = None) -> list[Example]:
     if fmt not in LOADERS:
         raise DataError(f"unknown data format {fmt!r}; available: {', '.join(LOADERS)}")
     read_utf8(path)  # non-UTF-8 bytes: one error naming the file and line, from every loader
-    examples = LOADERS[fmt](path)
+    examples = load_csv(path, attribute) if fmt == "csv" else LOADERS[fmt](path)
     if not examples:
         raise DataError(f"{path}: holds no examples; give a file with at least one")
+    if attribute is not None:
+        attribute = attribute.strip()
+        if not attribute:
+            raise DataError("--attribute is empty; give the attribute's name (rating, speaker...)")
+        for ex in examples:
+            if ex.attribute is None:
+                ex.attribute = attribute
+            elif ex.attribute != attribute:
+                raise DataError(
+                    f"{ex.where(str(path))}: the example's attribute is {ex.attribute!r} but --attribute "
+                    f"is {attribute!r}; drop --attribute or correct the file"
+                )
     return examples
 
 

@@ -135,10 +135,12 @@ class Example:
             raise DataError(
                 f"{loc}example {self.id!r}: field `documents` is empty; give at least one document"
             )
+        from ..io.limits import check_text_size, is_blank
+
         for i, doc in enumerate(self.documents):
-            if not isinstance(doc.text, str) or not doc.text.strip():
+            if not isinstance(doc.text, str) or is_blank(doc.text):
                 raise DataError(
-                    f"{loc}example {self.id!r}: `documents[{i}].text` is empty; "
+                    f"{loc}example {self.id!r}: `documents[{i}].text` is empty (or only invisible characters); "
                     "every document needs non-empty text"
                 )
             if doc.group is not None and not isinstance(doc.group, str):
@@ -146,6 +148,7 @@ class Example:
                     f"{loc}example {self.id!r}: `documents[{i}].group` must be a string, "
                     f"got {type(doc.group).__name__}"
                 )
+        check_text_size(self.source_text(), f"{loc}example {self.id!r}", "documents")
         if self.group_values is not None:
             unknown = {d.group for d in self.documents if d.group is not None} - set(
                 self.group_values

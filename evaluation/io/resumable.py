@@ -189,7 +189,7 @@ class ResumableJsonl:
                     while view:
                         view = view[os.write(fd, view):]
                     os.fsync(fd)
-                except OSError:
+                except BaseException:  # a write error, or Ctrl-C / kill (evenhand.interrupts) mid-batch
                     with contextlib.suppress(OSError):
                         os.ftruncate(fd, size)  # no torn batch: the file ends at its last complete record
                     raise

@@ -21,6 +21,9 @@ def read_utf8(path: str | Path, flag: str = "") -> str:
     given = f" (given to {flag})" if flag else ""
     if not path.is_file():
         raise DataError(f"{path}: no such file{given}; check the path")
+    from .limits import check_file_size
+
+    check_file_size(path, given)  # before reading: a bound on memory and time
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")

@@ -50,6 +50,7 @@ class ControlledSet:
 
 def load_controlled(path: str | Path) -> ControlledSet:
     """Read a controlled-summaries JSON file; errors name the entry and field."""
+    from ..io.limits import check_text_size
     from ..io.utf8 import read_utf8
 
     path = Path(path)
@@ -66,6 +67,7 @@ def load_controlled(path: str | Path) -> ControlledSet:
             source = [source]
         if not isinstance(source, list) or not source or not all(isinstance(t, str) and t.strip() for t in source):
             raise DataError(f"{where}: `source` must be a non-empty list of non-empty strings")
+        check_text_size("".join(source), where, "source")
         summaries = expect(entry["summaries"], list, where, "summaries", "a list of {summary, coverage, faithfulness}")
         out.sources.append(source)
         for j, summary in enumerate(summaries):
@@ -75,6 +77,7 @@ def load_controlled(path: str | Path) -> ControlledSet:
                     raise DataError(f"{where}.summaries[{j}]: missing field `{key}`")
             out.source_index.append(i)
             out.summaries.append(expect(summary["summary"], str, where, f"summaries[{j}].summary"))
+            check_text_size(out.summaries[-1], where, f"summaries[{j}].summary")
             for t in TRUTHS:  # proportions of key points (README of the release)
                 value = check_number(summary[t], f"summaries[{j}].{t}", low=0, high=1, where=where)
                 out.truth[t].append(float(value))
@@ -129,6 +132,10 @@ def load_annotated(path: str | Path, targets: Sequence[str] = TRUTHS) -> Control
             raise DataError(f"{where}: `source` must be a non-empty text or list of texts")
         if not isinstance(row["summary"], str):
             raise DataError(f"{where}: `summary` must be a string")
+        from ..io.limits import check_text_size
+
+        check_text_size("".join(source), where, "source")
+        check_text_size(row["summary"], where, "summary")
         key = tuple(source)
         if key not in index:
             index[key] = len(out.sources)

@@ -55,6 +55,8 @@ class EvaluationReport:
 
 #: Items per block for metrics with ``score_many`` (progress is reported per block).
 EVALUATE_BLOCK = 512
+#: Fewer summaries than this: evaluate's progress bar waits ``SMALL_DELAY`` seconds before it shows.
+SMALL_RUN, SMALL_DELAY = 50, 2.0
 
 
 def resolve_scorers(scorers: str | Iterable[str | Scorer]) -> list[Scorer]:
@@ -86,28 +88,29 @@ def evaluate(
     chosen = resolve_scorers(scorers)
     if not items:
         raise DataError("nothing to evaluate: no summaries were given")
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from ..io.progress import Progress, report_part
 
-        bar = tqdm(total=len(items), desc="evaluate", unit="summary")
+    # a few summaries: the bar shows after SMALL_DELAY seconds, so a mistake found while the
+    # scorers load (a bad --align-model) stays one line; many: at once
+    bar = Progress(len(items), "evaluate", "summary", disable=not progress,
+                   delay=0.0 if len(items) >= SMALL_RUN else SMALL_DELAY)
     rows: list[Row] = []
     records: dict[str, list[Row]] = {s.label: [] for s in chosen}
     try:
         for lo in range(0, len(items), EVALUATE_BLOCK):
             block = items[lo : lo + EVALUATE_BLOCK]
             block_rows: list[Row] = [{"id": i.id, "example_id": i.example.id} for i in block]
-            for scorer in chosen:
+            bar.begin(len(block))
+            for k, scorer in enumerate(chosen):
+                report_part(k, len(chosen))  # each scorer a share of the block in flight
                 details = scorer.score_details([i.example for i in block], [i.summary for i in block])
                 records[scorer.label].extend(details)
                 for row, detail in zip(block_rows, details):
                     row.update(scorer.columns(detail))
             rows.extend(block_rows)
-            if bar is not None:
-                bar.update(len(block))
+            bar.update(len(block))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     corpus = [
         {"metric": stat, "value": value, "n": len(items)}
         for scorer in chosen
@@ -126,6 +129,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
         raise DataError(f"{path}: summaries file not found")
     from ..data.checks import expect
     from ..io.jsonl import iter_jsonl
+    from ..io.limits import check_text_size
 
     out: dict[str, str] = {}
     for number, record in iter_jsonl(path):
@@ -137,6 +141,7 @@ def read_summaries(path: str | Path) -> dict[str, str]:
         key = str(record["id"])
         if key in out:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")
+        check_text_size(record["summary"], f"{path}:{number}", "summary")
         out[key] = record["summary"]
     return out
 
@@ -144,8 +149,8 @@ def read_summaries(path: str | Path) -> dict[str, str]:
 def select_summaries(examples: Sequence[Example], spec: str) -> list[Scored]:
     """The summaries to score, from ``--summaries``.
 
-    ``spec`` is a JSONL path (one summary per example id, every example needs
-    one), ``references`` (each example's first reference), ``references:K``
+    ``spec`` is a JSONL path (one summary per example id; examples without one are
+    left out with a warning, none at all is an error), ``references`` (each example's first reference), ``references:K``
     (its K-th reference, from 0) or ``references:all`` (every reference, rows
     ``<id>#ref<K>``).
     """
@@ -170,11 +175,18 @@ def select_summaries(examples: Sequence[Example], spec: str) -> list[Scored]:
     ids = {ex.id for ex in examples}
     missing = [ex.id for ex in examples if ex.id not in summaries]
     unknown = [k for k in summaries if k not in ids]
-    if missing:
-        raise DataError(f"{spec}: no summary for {len(missing)} example(s), e.g. {missing[:5]}")
     if unknown:
         raise DataError(f"{spec}: ids not in the data: {unknown[:5]}")
-    return [Scored(ex.id, ex, summaries[ex.id]) for ex in examples]
+    if len(missing) == len(examples):
+        raise DataError(f"{spec}: no summary for {len(missing)} example(s), e.g. {missing[:5]}")
+    if missing:  # a --limit run, one demo set: scored, and said so
+        import warnings
+
+        warnings.warn(
+            f"{spec}: scoring the {len(examples) - len(missing)} of {len(examples)} examples it has summaries "
+            f"for; no summary for {len(missing)}, e.g. {missing[:3]}", UserWarning, stacklevel=2,
+        )
+    return [Scored(ex.id, ex, summaries[ex.id]) for ex in examples if ex.id in summaries]
 
 
 # ---------------------------------------------------------------- tables
@@ -208,8 +220,12 @@ def write_tables(report: EvaluationReport, out: str | Path) -> dict[str, Path]:
 
 
 def format_corpus(report: EvaluationReport) -> str:
-    """The corpus statistics as an aligned text table."""
+    """The corpus statistics as an aligned text table, each with its range and direction."""
+    from .legend import meaning
+
     width = max([len("metric"), *(len(r["metric"]) for r in report.corpus)])
-    lines = [f"{'metric':<{width}}  {'value':>10}  {'n':>6}"]
-    lines += [f"{r['metric']:<{width}}  {r['value']:>10.4f}  {r['n']:>6}" for r in report.corpus]
+    lines = [f"{'metric':<{width}}  {'value':>10}  {'n':>6}  range, direction"]
+    for r in report.corpus:
+        found = meaning(r["metric"])
+        lines.append(f"{r['metric']:<{width}}  {r['value']:>10.4f}  {r['n']:>6}  {found.short() if found else ''}".rstrip())
     return "\n".join(lines)

@@ -146,6 +146,11 @@ class Scorer(Generic[ConfigT]):
         """Names the model behind the scores (part of the cache key); '' when none."""
         return ""
 
+    @property
+    def backend_label(self) -> str:
+        """The model behind the scores as a reader should see it (the ``<label>_backend`` column)."""
+        return self.model_id
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         """Score one batch; one dict with a float ``score`` per output."""
         raise NotImplementedError
@@ -177,11 +182,11 @@ class Scorer(Generic[ConfigT]):
         """One output's columns in ``evaluate``'s per-summary table, from its ``score_details`` record.
 
         By default the score under the name the scorer was asked for (``label``),
-        plus ``<label>_backend`` naming the model when there is one.
+        plus ``<label>_backend`` naming the model when there is one (``backend_label``).
         """
         row: dict[str, Any] = {self.label: float(record["score"])}
-        if self.model_id:
-            row[f"{self.label}_backend"] = self.model_id
+        if self.backend_label:
+            row[f"{self.label}_backend"] = self.backend_label
         return row
 
     def aggregate(self, records: list[dict[str, Any]]) -> dict[str, float]:
@@ -257,13 +262,12 @@ class Scorer(Generic[ConfigT]):
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _fill(self, todo: list[tuple[str, int]], examples: list[Example], outputs: list[str]) -> None:
-        from tqdm.auto import tqdm
+        from ..io.progress import Progress, open_bars, report_fraction
 
         size = self.config.batch_size
-        bar = tqdm(
-            total=len(todo), desc=self.name, unit="out",
-            disable=not self.config.progress or len(todo) <= size,
-        )
+        # its own bar unless a caller's is shown (then batches move the caller's work in flight)
+        outer = open_bars() > 0
+        bar = Progress(len(todo), self.name, "out", disable=not self.config.progress or len(todo) <= size or outer)
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
             results = self._score_batch(
@@ -281,6 +285,8 @@ class Scorer(Generic[ConfigT]):
             self._cache.update(fresh)
             self._append_disk_cache(fresh)
             bar.update(len(chunk))
+            if outer:
+                report_fraction((start + len(chunk)) / len(todo))
         bar.close()
 
     def _load_disk_cache(self) -> None:

@@ -140,6 +140,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
     from evenhand.decoding.models import check_device, check_local
 
     check_device(getattr(args, "device", None))
+    server_config(args)  # --max-concurrency, --server-timeout in range, whether or not a URL is given
     for flag, _ in SCORER_FLAGS:
         dest = flag[2:].replace("-", "_")
         value = getattr(args, dest, None)

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--candidates", type=int, default=3, help="Sampled candidates reranked with the fair beam one."
     )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
-    parser.add_argument("--out", default=None, help="Also write the results as JSONL here.")
+    parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "
+                        "--summaries OUT --metrics ...` scores them) and a CSV table beside it.")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,9 +22,9 @@ HELP = "score summaries (MINT, fragments, FairSumm, ...) and write per-example a
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data", required=True, help="examples file (any format load_examples reads)"
-    )
+    from evenhand.args import add_common_options
+
+    add_common_options(parser, "data")
     parser.add_argument(
         "--summaries",
         required=True,
@@ -109,12 +109,12 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("vllm") is None:
             raise DataError("--engine vllm needs vLLM, which is not installed; see docs/serving.md (make setup-vllm)")
     check_outputs(args)
-    examples = load_examples(args.data)
+    examples = load_examples(args.data, attribute=args.attribute)
     check_lengths(examples, args.data)
     items = select_summaries(examples, args.summaries)
     scorers = build_scorers(args, names)
     with output_lock(args.out, "--out"):  # a second writer on --out exits 2; no two runs mix tables
-        report = evaluate(items, scorers, progress=not args.quiet and len(items) > 50)
+        report = evaluate(items, scorers, progress=not args.quiet)
         paths = write_tables(report, args.out)
     print(format_corpus(report))
     print(f"wrote {paths['rows_jsonl']} (+ .csv) and {paths['corpus_jsonl']} (+ .csv)")

@@ -48,18 +48,18 @@ def run(args: argparse.Namespace) -> int:
     sweep's rule: a resumed run regenerates an interrupted batch whole and
     writes exactly what an uninterrupted run writes, for every decoding mode.
     """
-    from tqdm.auto import tqdm
-
     from evenhand.commands._outputs import check_results_path, locked, open_results
     from evenhand.commands._scoring import open_generator
     from evenhand.decoding.config import GenerateConfig, check_examples
     from evenhand.decoding.engines.base import pending_batches
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import check_device
+    from evenhand.decoding.prompts.templates import describe_kinds
     from evenhand.evaluation.data.checks import check_seed
     from evenhand.evaluation.data.schema import Example
     from evenhand.evaluation.errors import DataError
     from evenhand.evaluation.io.output_checks import check_output
+    from evenhand.evaluation.io.progress import Progress
 
     config = config_from_args(GenerateConfig, args)
     check_seed(config.seed)  # batches are decoded with seed + batch start
@@ -69,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
     engine = open_generator(args, config)  # what the engine cannot do raises here, before any file
     if args.limit is not None and args.limit < 1:
         raise DataError(f"`--limit` must be a positive int, got {args.limit}")
-    every = load_limited(args.data, None)  # batches are cut from the full data
+    every = load_limited(args.data, None, args.attribute)  # batches are cut from the full data
     examples = every[: args.limit]
     check_examples(examples, config.parts()["fairness"])  # group labels, before any model loads
+    print(describe_kinds(examples, config.prompt_kind), flush=True)
     wanted = {ex.id for ex in examples}
     settings = dataclasses.asdict(config)
     # the engine joins the manifest only when it is not the default (older outputs resume)
@@ -93,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"resuming: {len(examples) - remaining} of {len(examples)} already in {args.out}")
         if todo:
             engine.check_prompts([ex for _, b in todo for ex in b if needed(ex)], config)  # loads the model
-            bar = tqdm(total=remaining, desc="generate", unit="ex")
+            bar = Progress(remaining, "generate", "ex")  # per example, the batch in flight as it decodes
             stack.callback(bar.close)  # closed before an error is printed, so the error is a line of its own
             for start, batch in todo:
+                bar.begin(sum(needed(ex) for ex in batch))
                 summaries = generate(
                     engine, None, batch, dataclasses.replace(config, seed=config.seed + start), progress=False,
                 )

@@ -68,10 +68,12 @@ def run(args: argparse.Namespace) -> int:
         split_names,
     )
     from evenhand.decoding.config import GenerateConfig, check_examples
+    from evenhand.decoding.prompts.templates import describe_kinds
     from evenhand.evaluation.errors import DataError
     from evenhand.evaluation.io.output_checks import check_output
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.reranker import RerankConfig, Reranker, build_floor_scorers, parse_floors
+    from evenhand.rerank.selection import selection_lines
     from evenhand.rerank.sharing import share_model
 
     names = split_names(args.scorers)
@@ -100,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, {"--data": args.data})
     check_results_path(args.out)
     engine = open_generator(args, generate_config)  # what the engine cannot do raises here, before any file
-    examples = load_limited(args.data, args.limit)
+    examples = load_limited(args.data, args.limit, args.attribute)
     check_examples(examples, generate_config.parts()["fairness"])  # group labels, before any model loads
+    print(describe_kinds(examples, generate_config.prompt_kind), flush=True)
     options = {
         "rerank": dataclasses.asdict(config), "generate": dataclasses.asdict(generate_config),
         **({"engine": args.engine} if args.engine != "transformers" else {}),
@@ -122,13 +125,9 @@ def run(args: argparse.Namespace) -> int:
         engine.check_prompts([ex for ex in examples if not store.done(ex.id)], generate_config)  # before the bar
         reranker = Reranker(engine, None, scorer, config, generate_config, floor_scorers)
         records = reranker.rerank(examples, out=store)
-    best = [r["best_score"] for r in records]
-    mean_all = [sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
     plain = " + the plain beam-search summary" if floors else ""
     print(f"{len(records)} examples, {args.candidates} candidates each{plain}, scorers {', '.join(names)}")
-    if floors:
-        won = sum(r["candidates"][r["best_index"]]["recipe"] == "beam" for r in records)
-        print(f"floors {args.floors}: plain beam search kept for {won} of {len(records)} examples")
-    print(f"mean composite: selected {sum(best) / len(best):.3f}, all candidates {sum(mean_all) / len(mean_all):.3f}")
+    for line in selection_lines(records, [*config.recipe_list, *(["beam"] if floors else [])]):
+        print(line)
     print(f"wrote {args.out}")
     return 0

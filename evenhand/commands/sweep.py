@@ -21,6 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default=None, help="Results SQLite file (default: the YAML's `results`).")
     parser.add_argument("--list", action="store_true", help="Print the expanded cells and exit.")
     parser.add_argument("--quiet", action="store_true", help="No progress bar.")
+    parser.add_argument(
+        "--merge", action="store_true",
+        help="Add this sweep's cells to a --results file that holds another sweep's (refused without it).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{cell.id}  {cell.name}  {cell.settings}")
         print(f"{len(config.cells)} cells x {len(config.datasets)} data sets x {len(config.seeds)} seeds")
         return 0
-    summary = run_sweep(config, results=args.results, progress=not args.quiet)
+    summary = run_sweep(config, results=args.results, progress=not args.quiet, merge=args.merge)
     if summary.process_index == 0:
         print(cell_table(summary.results))
     rescored = f", scored {summary.rescored} finished rows with the metrics they lacked" if summary.rescored else ""

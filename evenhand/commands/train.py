@@ -52,8 +52,17 @@ def run(args: argparse.Namespace) -> int:
     if args.config is None and (args.data is None or args.out_dir is None):
         raise DataError("give --config FILE, or both --data FILE and --out DIR")
     config = config_from_args(DPORRConfig, args, config_file=args.config)
+    if config.data is None:  # an empty or comments-only --config, and no --data
+        raise DataError(f"--config {args.config}: sets no `data`; add `data: FILE` to it or pass --data FILE")
     if config.scorers:
         split_names(config.scorers, "scorers")  # registered names, before any model loads
+    if config.weights is not None and config.scorer_names:
+        from evenhand.rerank.scorers.composite import check_weights
+
+        try:
+            check_weights(config.weights, config.scorer_names)
+        except ValueError as err:
+            raise DataError(str(err)) from None
     check_device(config.device, "`device`")
     from evenhand.training.vllm_policy import check_engine_config
 
@@ -81,8 +90,14 @@ def _train_locked(config: DPORRConfig, train: Callable[[DPORRConfig], dict[str, 
     from pathlib import Path
 
     from evenhand.evaluation.io.locks import lock_path, output_lock
-    from evenhand.evaluation.io.output_checks import check_output_dir, check_output_path
+    from evenhand.evaluation.io.output_checks import (
+        add_run_inputs,
+        check_output_dir,
+        check_output_path,
+    )
 
+    add_run_inputs({f"`{name}` {getattr(config, name)}": getattr(config, name) for name in ("data", "dev_data")
+                    if getattr(config, name, None)})
     out = Path(config.out_dir)
     check_output_dir(out, "--out", files=("manifest.json",))
     check_output_path(lock_path(out), "--out")

@@ -39,6 +39,7 @@ from evenhand.evaluation.errors import DataError
 from evenhand.evaluation.io.atomic import atomic_open, atomic_write_bytes
 from evenhand.evaluation.io.csv_file import write_csv
 from evenhand.evaluation.io.locks import output_lock
+from evenhand.evaluation.scoring.legend import legend_lines
 from evenhand.sweep.store import ResultRow, StoredResults, read_results
 
 #: Settings that move a system along its abstractiveness-factuality line.
@@ -212,7 +213,16 @@ def _tradeoff(ds: _Dataset, out: Path) -> Section:
             if extrapolated:  # dashed from the data's MINT range to MINT 0.5
                 reach = np.linspace(min(lo, 0.5), max(hi, 0.5), 50)
                 ax.plot(reach, intercept + slope * reach, color=color, lw=1, ls="--")
-        label = f"{family}: F@50={_fmt(f50) or 'n/a'}" + (" (extrapolated)" if extrapolated else "")
+        ys_seen = [p[1] for p in points]
+        outside = bool(ys_seen) and math.isfinite(f50) and not min(ys_seen) <= f50 <= max(ys_seen)
+        label = f"{family}: F@50={_fmt(f50) or 'n/a'}" + (" (extrapolated)" if extrapolated else "") + (
+            f" (a trend-line value outside the cells' factuality {_fmt(min(ys_seen))}..{_fmt(max(ys_seen))})"
+            if outside else "")
+        if outside:
+            section.text.append(
+                f"{family}: F@50={_fmt(f50)} is where the trend line reaches MINT 0.5, outside the factuality "
+                f"its cells scored ({_fmt(min(ys_seen))}..{_fmt(max(ys_seen))}): read it as a direction, not a score"
+            )
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=50, color=color,
                    edgecolor="black", label=label, zorder=3)
         for x, y, cell in points:
@@ -486,6 +496,37 @@ def _html_table(rows: list[dict[str, Any]], skip: Sequence[str] = ()) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+#: Columns shown beside each sample summary.
+SAMPLE_COLUMNS = ("mint", "factuality", "fairsumm_uer", "equal-coverage.ec")
+
+
+def sample_rows(ds: _Dataset, examples: int = 2) -> list[dict[str, Any]]:
+    """Every cell's summary of the data set's first ``examples`` examples (seed order), with its numbers.
+
+    So a reader can check the means against text: the same examples for every cell.
+    """
+    firsts = sorted({(r.example_index, r.example_id) for r in ds.rows})[:examples]
+    wanted = {eid for _, eid in firsts}
+    out = []
+    for r in sorted(ds.rows, key=lambda r: (r.example_index, ds.cells[r.cell_id][0], r.seed)):
+        if r.example_id not in wanted:
+            continue
+        values = row_values(r)
+        record: dict[str, Any] = {"example": r.example_id, "cell": ds.cells[r.cell_id][0], "seed": r.seed,
+                                  "summary": r.summary if r.error is None else f"(error: {r.error})"}
+        record.update({c: values[c] for c in SAMPLE_COLUMNS if c in values})
+        out.append(record)
+    return out
+
+
+def _sample_summaries(ds: _Dataset) -> str:
+    rows = sample_rows(ds)
+    if not rows:
+        return ""
+    return ("<h3>Sample summaries</h3><p>Every cell's summary of the same examples, beside the numbers "
+            "the means above are made of.</p>" + _html_table(rows))
+
+
 def _html(stored: StoredResults, parts: list[tuple[_Dataset, list[Section]]],
           overview: list[dict[str, Any]], source: Any) -> str:
     name = stored.meta.get("name", "sweep")
@@ -502,6 +543,11 @@ def _html(stored: StoredResults, parts: list[tuple[_Dataset, list[Section]]],
         short = [{k: r[k] for k in (*keep[:1], *ds.varying, *keep[1:]) if k in r} for r in rows]
         out.append(f"<h2>Data set: {html.escape(ds.name)}</h2>")
         out.append(_html_table(short))
+        shown = [c for c in dict.fromkeys(k for r in short for k in r)]
+        legend = legend_lines(shown)
+        if legend:
+            out.append("<p class='note'>Columns: " + "<br>".join(html.escape(x.strip()) for x in legend) + "</p>")
+        out.append(_sample_summaries(ds))
         for s in sections:
             out.append(f"<h3>{html.escape(s.title)}</h3>")
             out.extend(f"<p>{html.escape(t)}</p>" for t in s.text)

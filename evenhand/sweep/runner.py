@@ -69,7 +69,9 @@ def plan_units(config: SweepConfig, datasets: dict[str, list[Example]]) -> list[
 def load_datasets(config: SweepConfig) -> dict[str, list[Example]]:
     """Each data set's examples (the first ``limit``); ids must be unique within a set."""
     from evenhand.evaluation.data.loaders import load_examples
+    from evenhand.evaluation.io.output_checks import add_run_inputs
 
+    add_run_inputs({f"data set {name} ({path})": path for name, path in config.datasets.items()})
     out = {}
     for name, path in config.datasets.items():
         examples = load_examples(path)[: config.limit]
@@ -149,6 +151,25 @@ def _load(name: str, engine: str, load_model: Callable[[str], tuple[Any, Any]]) 
     return load_model(name)
 
 
+def check_unit_prompts(model: Any, tokenizer: Any, units: list[Unit]) -> None:
+    """Every unit's prompts fit the model's context (DataError naming file:line), checked right after
+    the model loads and before any progress bar, so the error is one clean line. Prompts do not
+    depend on the seed: each (data set, batch, cell) is checked once."""
+    from evenhand.decoding.engines.transformers import encode_prompts
+
+    seen: set[tuple[str, int, str]] = set()
+    for unit in units:
+        key = (unit.dataset, unit.start, unit.cell.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        config = unit.cell.generate_config(unit.seed)
+        if hasattr(model, "check_prompts"):  # an engine (vLLM, a server)
+            model.check_prompts(list(unit.examples), config)
+        elif hasattr(model, "config"):
+            encode_prompts(model, tokenizer, list(unit.examples), config)
+
+
 def run_sweep(
     config: SweepConfig,
     results: str | Path | None = None,
@@ -158,6 +179,7 @@ def run_sweep(
     process_index: int | None = None,
     num_processes: int | None = None,
     progress: bool = True,
+    merge: bool = False,
 ) -> SweepSummary:
     """Run every unfinished unit of ``config`` and store its rows.
 
@@ -172,6 +194,7 @@ def run_sweep(
         process_index, num_processes: this process's share; default from ``accelerate``
             when launched with it, else 0 of 1.
         progress: show a progress bar.
+        merge: add this sweep's cells to a results file holding another sweep's (else refused).
     """
     state = None
     if process_index is None or num_processes is None:
@@ -201,7 +224,7 @@ def run_sweep(
     check_results_file(results, path)
     with output_lock(path, "--results"):  # a second sweep writing this file exits 2 naming this one
         return _run_locked(config, results, path, datasets, load_model, rerank_fn, on_row,
-                           process_index, num_processes, state, progress)
+                           process_index, num_processes, state, progress, merge)
 
 
 def check_results_file(results: Path, path: Path) -> None:
@@ -237,6 +260,25 @@ def scoring_of(config: SweepConfig) -> dict[str, Any]:
         "metrics": list(config.metrics), "factuality": config.factuality,
         "factuality_options": dict(config.factuality_options), "extra_scorers": list(config.extra_scorers),
     }
+
+
+def check_same_sweep(store: ResultStore, config: SweepConfig, results: Path, merge: bool) -> None:
+    """Refuse a results file that holds finished rows of another sweep's cells, unless ``merge``.
+
+    A sweep with other cells (another grid, other base settings) would mix its
+    cells into the first sweep's table and report; ``--merge`` asks for that.
+    """
+    if merge or not store.has_rows():
+        return
+    stored = {str(c) for (c,) in store.conn.execute("SELECT cell_id FROM cells")}
+    ours = {cell.id for cell in config.cells}
+    if stored == ours:
+        return
+    raise DataError(
+        f"{results}: holds the results of another sweep ({len(stored - ours)} of its cells are not in this "
+        f"config, {len(ours - stored)} of this config's are not in it); write to a new --results file, or pass "
+        "--merge to add this sweep's cells to it"
+    )
 
 
 def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
@@ -294,15 +336,15 @@ def _run_locked(
     config: SweepConfig, results: Path, path: Path, datasets: dict[str, list[Example]],
     load_model: Callable[[str], tuple[Any, Any]] | None, rerank_fn: Callable[..., list[dict[str, Any]]] | None,
     on_row: Callable[[ResultRow], None] | None, process_index: int, num_processes: int, state: Any,
-    progress: bool,
+    progress: bool, merge: bool = False,
 ) -> SweepSummary:
-    from tqdm.auto import tqdm
-
     from evenhand.decoding.generate import generate
+    from evenhand.evaluation.io.progress import Progress
     from evenhand.sweep import hookups
 
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
     try:
+        check_same_sweep(store, config, results, merge)
         missing = check_freshness(store, config, results)
     except BaseException:
         store.close()
@@ -339,17 +381,22 @@ def _run_locked(
     skipped = sum(len(u.examples) for u in mine) - sum(len(u.examples) for u in todo)
     written = 0
     loaded: tuple[tuple[str, str], Any, Any] | None = None
-    bar = tqdm(total=sum(len(u.examples) for u in todo), desc="sweep", unit="row", disable=not progress)
+    bar: Any = None  # started once the first model has loaded and its prompts are checked
     try:
         for unit in todo:
             cell = unit.cell
             if loaded is None or loaded[0] != (cell.model, cell.engine):
                 loaded = None  # free the previous model first
                 loaded = ((cell.model, cell.engine), *_load(cell.model, cell.engine, load_model))
+                check_unit_prompts(loaded[1], loaded[2], [u for u in todo if (u.cell.model, u.cell.engine)
+                                                          == (cell.model, cell.engine)])
+            if bar is None:
+                bar = Progress(sum(len(u.examples) for u in todo), "sweep", "row", disable=not progress)
             _, model, tokenizer = loaded
             gen_config = dataclasses.replace(cell.generate_config(unit.seed), seed=unit.seed + unit.start)
             t0 = time.perf_counter()
             batch = list(unit.examples)
+            bar.begin(len(batch))  # the batch's decoding steps move the bar
             records: list[dict[str, Any] | None]
             if cell.candidates > 1:
                 reranked = list(rerank_fn(model, tokenizer, batch, gen_config, cell.candidates,
@@ -379,7 +426,8 @@ def _run_locked(
                 if on_row is not None:
                     on_row(row)
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
         store.close()
     if num_processes > 1 and state is not None:
         state.wait_for_everyone()

@@ -34,6 +34,7 @@ import contextlib
 import json
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,15 @@ def shard_paths(results: str | Path) -> list[Path]:
 def _read_only(path: Path) -> str:
     """A read-only SQLite URI for ``path`` (percent-encoded, so any file name works)."""
     return Path(path).resolve().as_uri() + "?mode=ro"
+
+
+def count_rows(path: str | Path) -> int | None:
+    """Rows committed to a results file, read-only (None: missing or unreadable)."""
+    try:
+        with contextlib.closing(sqlite3.connect(_read_only(Path(path)), uri=True, timeout=5)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+    except (sqlite3.Error, OSError, ValueError):
+        return None
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -308,6 +318,41 @@ def _decode(record: tuple[Any, ...], where: str = "results") -> ResultRow:
     return ResultRow(**values)
 
 
+def _sweep_config(file: Path) -> str | None:
+    """The sweep YAML text a results or shard file was written for (None: unreadable or none)."""
+    try:
+        with contextlib.closing(sqlite3.connect(_read_only(file), uri=True, timeout=60.0)) as conn:
+            found = conn.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return None if found is None else str(found[0])
+
+
+def _own_files(path: Path, files: list[Path]) -> list[Path]:
+    """``files`` less the shards of another sweep: a shard is read only when it holds the results file's sweep.
+
+    Shards are named by the results file (``r.part0-of2.sqlite``), so one left
+    by another sweep with the same ``--results`` name would mix its cells in; its
+    stored config must equal the results file's (when that file exists). A
+    skipped shard gets a one-line warning naming it.
+    """
+    if not path.exists():
+        return files
+    own = _sweep_config(path)
+    if own is None:
+        return files
+    kept = [path]
+    for shard in files:
+        if shard == path:
+            continue
+        if _sweep_config(shard) == own:
+            kept.append(shard)
+        else:
+            warnings.warn(f"{shard}: skipped, written by another sweep than {path.name} (its config differs); "
+                          "move it away or run that sweep to merge it", stacklevel=3)
+    return kept
+
+
 @dataclass
 class StoredResults:
     """Everything in a results file (and its shards)."""
@@ -332,8 +377,13 @@ def read_results(path: str | Path) -> StoredResults:
     rows: dict[tuple[str, str, int, str], ResultRow] = {}
     cells: dict[str, tuple[str, dict[str, Any]]] = {}
     meta: dict[str, str] = {}
+    files = _own_files(path, files)
     for file in files:
-        with sqlite3.connect(_read_only(file), uri=True, timeout=60.0) as conn:
+        try:
+            conn = sqlite3.connect(_read_only(file), uri=True, timeout=60.0)
+        except sqlite3.DatabaseError as err:  # unreadable: permissions, a locked medium
+            raise DataError(f"{file}: cannot open the results file ({err}); fix its permissions") from None
+        with contextlib.closing(conn), conn:
             try:
                 meta.update(dict(conn.execute("SELECT key, value FROM meta")))
                 for cell_id, name, settings in conn.execute("SELECT * FROM cells"):

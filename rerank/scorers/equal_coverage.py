@@ -142,6 +142,18 @@ class EqualCoverageScorer(AlignmentBackendMixin, Scorer[EqualCoverageConfig]):
             out_list.append((matrix, groups, origin))
         return out_list
 
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``<label>.ec``: the paper's EC (>= 0, 0 = every group covered alike, lower is fairer; NaN
+        when undefined) and the backend. The score (-EC, higher is fairer) only ranks candidates."""
+        ec = record.get("ec")
+        return {f"{self.label}.ec": float("nan") if ec is None else float(ec),
+                f"{self.label}_backend": self.backend_label}
+
+    def aggregate(self, records: list[dict[str, Any]]) -> dict[str, float]:
+        """The corpus mean EC over the summaries where it is defined (``<label>.ec``)."""
+        values = [float(r["ec"]) for r in records if r.get("ec") is not None]
+        return {f"{self.label}.ec": sum(values) / len(values) if values else float("nan")}
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         from ...evaluation.metrics.coverage import equal_coverage
 

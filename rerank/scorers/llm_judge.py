@@ -131,6 +131,9 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         "max_concurrency": "max_concurrency", "server_timeout": "timeout",
     }
     template: str = ""
+    #: (tokens read, tokens in all) of the last prompt's source when it was cut to fit, else None
+    _cut: tuple[int, int] | None = None
+    _warned_cut: bool = False
     detail_fields = ("argmax", "digit_mass", "judge")
     serves = True
     server_reads = "logprob_token_ids"
@@ -159,7 +162,8 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
         article = example.source_text("\n\n")
         before, after = parts("")
         suffixes = [ids(plain_text(tok, summary) + after) for summary in summaries]
-        budget = self.config.max_prompt_tokens - len(ids(before)) - max(map(len, suffixes))
+        limit = self.prompt_limit()
+        budget = limit - len(ids(before)) - max(map(len, suffixes))
         if budget < 16:
             raise ValueError(
                 f"a summary alone fills the judge's prompt budget ({self.config.max_prompt_tokens} "
@@ -172,8 +176,10 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
                 article_ids[:budget], skip_special_tokens=True
             )
             prefix = ids(parts(text)[0])
-            overflow = len(prefix) + longest - self.config.max_prompt_tokens
+            overflow = len(prefix) + longest - limit
             if overflow <= 0:
+                # stated, never silent: the rows say how much of the source the judge read
+                self._cut = (min(budget, len(article_ids)), len(article_ids)) if len(article_ids) > budget else None
                 return prefix, suffixes
             budget = min(budget, len(article_ids)) - overflow
             if budget < 1:
@@ -181,6 +187,18 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
                     f"the prompt does not fit `max_prompt_tokens` ({self.config.max_prompt_tokens}); "
                     "raise it"
                 )
+
+    def prompt_limit(self) -> int:
+        """The prompt budget: ``max_prompt_tokens``, or the judge model's context when that is smaller."""
+        limit = self.config.max_prompt_tokens
+        model = self._load()[0]
+        if hasattr(model, "config"):
+            from ...decoding.engines.transformers import context_limit
+
+            context = context_limit(model)
+            if context is not None:
+                limit = min(limit, context - 8)  # room for the parse mode's 8 reply tokens
+        return limit
 
     def digit_ids(self) -> list[int]:
         """Token ids of "1".."5"; each digit must be a single token."""
@@ -228,14 +246,27 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
             key = repr([(d.text, d.group) for d in ex.documents])
             groups.setdefault(first.setdefault(key, i), []).append(i)
         results: list[dict[str, Any]] = [{} for _ in outputs]
+        cut = 0
         for lead, members in groups.items():
+            self._cut = None
             prefix, suffixes = self.prompt_parts(sources[lead], [outputs[i] for i in members])
             if self.config.mode == "parse":
                 rows = self._parse(prefix, suffixes)
             else:
                 rows = self._expected(prefix, suffixes)
             for i, row in zip(members, rows):
+                if self._cut is not None:
+                    row["source_cut"] = f"read the first {self._cut[0]} of {self._cut[1]} source tokens"
                 results[i] = row
+            cut += self._cut is not None
+        if cut and not self._warned_cut:
+            import warnings
+
+            self._warned_cut = True
+            warnings.warn(
+                f"the judge ({self.model_id}) read only the start of {cut} source(s) longer than its prompt "
+                f"budget ({self.prompt_limit()} tokens); their rows say so in `source_cut`; shorten them or "
+                "raise `max_prompt_tokens` (within the judge's context)", stacklevel=2)
         return results
 
     def next_token_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:

@@ -222,6 +222,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
     """
 
     Config = LmConfig
+    _warned_cut: bool = False  # a sentence longer than max_source_tokens was cut (warned once)
     cli_options = {
         "lm_model": "model", "device": "device", "engine": "engine",
         "max_concurrency": "max_concurrency", "server_timeout": "timeout",
@@ -234,6 +235,7 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         self._handed = False
         self._passes: LmPasses | None = None
         self._passes_at = ""
+        self._cuts: dict[str, str] = {}  # example id -> how source_chunks cut its source
 
     def _passes_key(self) -> str:
         c = self.config
@@ -347,10 +349,35 @@ class LmScorer(LmBackedScorer[LmConfigT]):
         if len(self._ids(text)) <= limit:
             return [text]
         chunks = []
+        cut = 0
         for chunk in alignscore_chunks(text, self.config.chunk_words):
             ids = self._ids(chunk)
+            cut += len(ids) > limit
+            if len(ids) > limit and not self._warned_cut:  # stated, never silent (once per scorer)
+                import warnings
+
+                self._warned_cut = True
+                warnings.warn(
+                    f"{self.model_id}: example {example.id!r} holds a sentence of {len(ids)} tokens, more than "
+                    f"`max_source_tokens` ({limit}); it is scored on its first {limit} tokens (and so is any "
+                    "other such sentence; their rows say so in `source_cut`); split long sentences or raise "
+                    "`max_source_tokens`", stacklevel=2)
             chunks.append(chunk if len(ids) <= limit else self._load()[1].decode(ids[:limit]))
+        if cut:
+            self._cuts[example.id] = f"{cut} source chunk(s) cut to their first {limit} tokens"
         return chunks
+
+    def cut_note(self, example: Example) -> dict[str, str]:
+        """``{"source_cut": why}`` for an example whose source was cut to ``max_source_tokens``, else {}."""
+        why = self._cuts.get(example.id)
+        return {"source_cut": why} if why else {}
+
+    def columns(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The default columns, plus ``<label>_source_cut`` on a row scored on a cut source."""
+        row = super().columns(record)
+        if record.get("source_cut"):
+            row[f"{self.label}_source_cut"] = record["source_cut"]
+        return row
 
     # -- the two computations ------------------------------------------------------
     def conditional(self, sources: list[Example], outputs: list[str]) -> list[TokenMean]:
@@ -428,8 +455,8 @@ class LmLikelihood(LmScorer[LmConfig]):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         return [
-            {**self._base_record(c, out), "chunks": c.chunks}
-            for c, out in zip(self.conditional(sources, outputs), outputs)
+            {**self._base_record(c, out), "chunks": c.chunks, **self.cut_note(ex)}
+            for c, out, ex in zip(self.conditional(sources, outputs), outputs, sources)
         ]
 
 
@@ -441,9 +468,10 @@ class LmPmi(LmScorer[LmConfig]):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         results = []
-        for c, u, out in zip(self.conditional(sources, outputs), self.unconditional(outputs), outputs):
+        for c, u, out, ex in zip(self.conditional(sources, outputs), self.unconditional(outputs), outputs, sources):
             record = self._base_record(c, out)
-            record.update(score=c.mean - u.mean, conditional=c.mean, unconditional=u.mean, chunks=c.chunks)
+            record.update(score=c.mean - u.mean, conditional=c.mean, unconditional=u.mean, chunks=c.chunks,
+                          **self.cut_note(ex))
             results.append(record)
         return results
 

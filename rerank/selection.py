@@ -1,0 +1,50 @@
+"""What a rerank run selected, reported honestly: which candidate source won how often, and the
+composite gain over the plain beam-search summary only where a sampled candidate replaced it.
+
+The composite is min-max normalized within each candidate set (0 = that set's worst, 1 = its
+best), so "selected vs the mean of all candidates" is positive by construction and says
+nothing; the comparison that means something is the kept summary against the plain one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+#: The recipe of the plain beam-search candidate (``Reranker.plain_candidate``).
+PLAIN = "beam"
+
+
+def wins(records: Sequence[dict[str, Any]]) -> Counter[str]:
+    """How often each candidate source (recipe) was kept."""
+    return Counter(str(r["candidates"][r["best_index"]]["recipe"]) for r in records)
+
+
+def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str] = ()) -> list[str]:
+    """The lines a command prints after reranking ``records`` (``Reranker.rerank``'s records).
+
+    ``candidates``: the recipes offered, so a source that never won is listed with 0.
+    """
+    n = len(records)
+    counted = wins(records)
+    order = [*dict.fromkeys([*candidates, *sorted(counted)])]
+    won = ", ".join(f"{'plain beam search' if name == PLAIN else name} {counted.get(name, 0)}" for name in order)
+    lines = [f"kept (of {n} examples): {won}"]
+    has_plain = [r for r in records if any(c["recipe"] == PLAIN for c in r["candidates"])]
+    changed = [r for r in has_plain if r["candidates"][r["best_index"]]["recipe"] != PLAIN]
+    if has_plain and not changed:
+        lines.append(f"plain beam search kept for {len(has_plain)} of {n} examples: reranking changed no "
+                     "summary, so no gain is claimed")
+    elif changed:
+        gains = [r["best_score"] - next(c["score"] for c in r["candidates"] if c["recipe"] == PLAIN)
+                 for r in changed]
+        lines.append(
+            f"where a sample replaced plain beam search ({len(changed)} of {n}): composite "
+            f"{sum(gains) / len(gains):+.3f} over plain (per-set min-max, 0-1, higher is better)"
+        )
+    else:  # no plain candidate (floors off): only the spread of the set is known
+        spread = [r["best_score"] - sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
+        lines.append(f"no plain summary to compare with (--floors none): kept minus the set's mean composite "
+                     f"{sum(spread) / max(1, len(spread)):+.3f} (per-set min-max, 0-1; positive by construction)")
+    return lines
