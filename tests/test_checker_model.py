@@ -78,6 +78,10 @@ def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
     assert record["weakest"] == pytest.approx(min(sorted(p1, reverse=True)[1], p2[0]), abs=1e-6)
     assert record["backend"].startswith(f"evenhand-checker {tiny_checker.name}") and "not NLI" in record["backend"]
     assert scorer.score([ex], [""]) == [0.0]
+    # a number no document of the claim's group states: the claim's score times number_factor (0.25)
+    wrong = "One-star reviewers say the switch broke after 9 weeks."
+    [numbered] = scorer.score_details([ex], [wrong])
+    assert numbered["score"] == pytest.approx(0.25 * model.probs(["The switch broke."], [wrong])[0], abs=1e-6)
 
 
 def test_build_checker_cli(tiny_checker, tmp_path, monkeypatch, capsys):

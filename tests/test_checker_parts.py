@@ -11,7 +11,9 @@ from evenhand.rerank.checker.claims import (
     aggregate,
     is_majority,
     named_groups,
+    numbers,
     split_claims,
+    unsupported_numbers,
     windows,
 )
 from evenhand.rerank.checker.model import CheckerOptions, checker_key, read_corpus
@@ -21,6 +23,30 @@ from evenhand.rerank.checker.pairs import build_pairs, negate, polarity, swap_nu
 def test_claims_split_at_contrast():
     assert split_claims("Most like the bass, but one found the strap loose. The box was dented.") == [
         "Most like the bass", "but one found the strap loose.", "The box was dented."]
+
+
+def test_claims_split_where_a_new_subject_is_coordinated():
+    assert split_claims("A four-star guest found the bed hard, and a one-star guest said the lift broke and "
+                        "nobody came. Most loved it, and the staff were kind, and Okafor disagrees.") == [
+        "A four-star guest found the bed hard", "and a one-star guest said the lift broke and nobody came.",
+        "Most loved it, and the staff were kind", "and Okafor disagrees."]
+
+
+def test_quantifier_is_read_in_the_subject():
+    assert is_majority("but nearly all guests praised the view")
+    assert is_majority("Reviewers were generally happy with it")
+    assert not is_majority("one said the dentist explained every step of the filling")
+
+
+def test_numbers_are_facts_with_what_they_count():
+    assert numbers("Two reviewers paid 300,000 euros for 2.1 kg; a four-star guest stayed twenty-five nights "
+                   "and one left after 3 hundred days.") == [
+        (300000.0, "euros"), (2.1, "kg"), (25.0, "nights"), (300.0, "days")]
+    docs = ["It broke after four months.", "Delivery took 10 days and cost 30 euros."]
+    assert unsupported_numbers("It broke after ten days and cost 30 euros", docs) == []
+    assert unsupported_numbers("It broke after four days", docs) == [4.0]
+    assert unsupported_numbers("It cost 40 euros, 30 in all", docs) == [40.0]
+    assert unsupported_numbers("Three reviewers rated it two stars", docs) == []
 
 
 def test_majority_aggregates_over_half_the_documents():

@@ -5,8 +5,10 @@ checked against the documents of the groups it names (all documents when it
 names none), a document's support being the checker's largest p(window
 supports claim) over its windows of about ``window_words`` words; the
 claim's score aggregates its documents' support by its quantifier
-(``claims.aggregate``: "most" needs half of them, "one" needs one); the
-summary's score is the mean over its claims, in [0, 1]. A summary without
+(``claims.aggregate``: "most" needs half of them, "one" needs one), times
+``number_factor`` when the claim states a number that none of those documents
+states about the same thing (``claims.unsupported_numbers``: the cross-encoder
+reads digits poorly); the summary's score is the mean over its claims, in [0, 1]. A summary without
 claims scores ``empty_score``.
 
 The checker is a MiniLM cross-encoder trained offline by the project
@@ -23,7 +25,14 @@ from typing import Any
 from ...evaluation.data.schema import Example
 from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
-from ..checker.claims import aggregate, is_majority, named_groups, split_claims, windows
+from ..checker.claims import (
+    aggregate,
+    is_majority,
+    named_groups,
+    split_claims,
+    unsupported_numbers,
+    windows,
+)
 
 
 @dataclass
@@ -36,6 +45,8 @@ class CheckerScorerConfig(ScorerConfig):
     window_words: int = field(default=60, metadata={"help": "Words per premise window of a document."})
     max_length: int = field(default=128, metadata={"help": "Tokens per (window, claim) pair."})
     empty_score: float = field(default=0.0, metadata={"help": "Score of a summary without claims."})
+    number_factor: float = field(default=0.25, metadata={
+        "help": "Factor on the score of a claim stating a number its documents do not state (1: no check)."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
@@ -44,6 +55,8 @@ class CheckerScorerConfig(ScorerConfig):
             raise ValueError(f"`window_words` must be a positive int, got {self.window_words!r}")
         if not isinstance(self.max_length, int) or self.max_length < 16:
             raise ValueError(f"`max_length` must be an int >= 16, got {self.max_length!r}")
+        if not 0.0 <= self.number_factor <= 1.0:
+            raise ValueError(f"`number_factor` must be in [0, 1], got {self.number_factor!r}")
 
 
 def claim_documents(claim: str, example: Example) -> list[str]:
@@ -89,26 +102,29 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         model = self._load()
-        plans = []  # per output: per claim (majority, [window indices per document])
+        plans = []  # per output: per claim (majority, [window indices per document], number factor)
         premises: list[str] = []
         hypotheses: list[str] = []
         for ex, out in zip(sources, outputs):
             plan = []
             for claim in split_claims(out):
                 docs = []
-                for text in claim_documents(claim, ex):
+                texts = claim_documents(claim, ex)
+                factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
+                for text in texts:
                     rows = []
                     for window in windows(text, self.config.window_words):
                         rows.append(len(premises))
                         premises.append(window)
                         hypotheses.append(claim)
                     docs.append(rows)
-                plan.append((is_majority(claim), docs))
+                plan.append((is_majority(claim), docs, factor))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
         results = []
         for plan in plans:
-            scores = [aggregate([max(probs[i] for i in rows) for rows in docs], majority) for majority, docs in plan]
+            scores = [factor * aggregate([max(probs[i] for i in rows) for rows in docs], majority)
+                      for majority, docs, factor in plan]
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
                 "backend": self.backend_name, "claims": len(scores),
