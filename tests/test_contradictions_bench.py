@@ -34,3 +34,17 @@ def test_win_table_on_three_pairs(capsys):
     assert table["rouge-l-precision"]["all"][0] == manual
     text = contradictions.format_table({"x": {"number": (1.5, 2), "all": (1.5, 2)}})
     assert text.splitlines()[1].split() == ["number", "1.5/2"] and text.splitlines()[-1].split() == ["all", "1.5/2"]
+
+
+def test_dev_pairs_are_well_formed_and_share_no_source_with_the_held_out_set():
+    from evenhand.rerank.checker.model import read_corpus
+
+    dev = contradictions.read_pairs(contradictions.DEV)
+    assert Counter(r["kind"] for r in dev) == {k: 8 for k in contradictions.KINDS}
+    for row in dev:
+        old, new = row["edit"]
+        assert row["faithful"].count(old) == 1 and row["contradicted"] == row["faithful"].replace(old, new)
+    texts = {d["text"] for r in dev for d in r["source"]["documents"]}
+    held_out = {d["text"] for r in contradictions.read_pairs() for d in r["source"]["documents"]}
+    corpus = {d["text"] for ex in read_corpus() for d in ex["documents"]}
+    assert len({r["source"]["id"] for r in dev}) == 8 and not texts & held_out and not texts & corpus
