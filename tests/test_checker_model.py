@@ -82,6 +82,9 @@ def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
     wrong = "One-star reviewers say the switch broke after 9 weeks."
     [numbered] = scorer.score_details([ex], [wrong])
     assert numbered["score"] == pytest.approx(0.25 * model.probs(["The switch broke."], [wrong])[0], abs=1e-6)
+    # a claim longer than max_length (128 tokens) is cut with its premise instead of failing
+    long = "One-star reviewers say " + "the switch broke and " * 30 + "the lamp died."
+    assert 0.0 < scorer.score([ex], [long])[0] < 1.0
 
 
 def test_build_checker_cli(tiny_checker, tmp_path, monkeypatch, capsys):

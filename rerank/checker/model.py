@@ -122,9 +122,14 @@ class CrossEncoder:
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return self.head(pooled).squeeze(-1)
 
-    def encode(self, premises: Sequence[str], claims: Sequence[str], max_length: int | None = None) -> Any:
+    def encode(
+        self, premises: Sequence[str], claims: Sequence[str], max_length: int | None = None,
+        truncation: str = "only_first",
+    ) -> Any:
+        """Token tensors of the pairs; training cuts premises only (``only_first``), scoring uses
+        ``longest_first`` so that a claim longer than half of ``max_length`` is cut too instead of failing."""
         enc = self.tokenizer(
-            list(premises), list(claims), truncation="only_first", max_length=max_length or self.max_length,
+            list(premises), list(claims), truncation=truncation, max_length=max_length or self.max_length,
             padding=True, return_tensors="pt",
         )
         return {k: v.to(self.device) for k, v in enc.items()}
@@ -139,7 +144,7 @@ class CrossEncoder:
         lengths = [len(p) + len(c) for p, c in zip(premises, claims)]
         self.modules().eval()
         for rows in length_batches(lengths, batch_size):
-            enc = self.encode([premises[i] for i in rows], [claims[i] for i in rows])
+            enc = self.encode([premises[i] for i in rows], [claims[i] for i in rows], truncation="longest_first")
             with torch.no_grad():
                 values = torch.sigmoid(self.logits(enc)).float().cpu().tolist()
             for i, p in zip(rows, values):
