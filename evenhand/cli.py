@@ -22,6 +22,7 @@ from evenhand.evaluation.errors import DataError
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
     "demo", "generate", "evaluate", "compare", "rerank", "meta_eval", "calibrate", "train", "sweep", "report",
+    "build_checker",
 ]
 
 

@@ -81,7 +81,7 @@ def test_unknown_name_lists_the_available_ones():
     with pytest.raises(UnknownScorerError) as info:
         get_scorer("nope")
     message = str(info.value)
-    assert message.startswith("Unknown scorer 'nope'. Available: alignscore, calibrated:PATH, composite")
+    assert message.startswith("Unknown scorer 'nope'. Available: alignscore, calibrated:PATH, checker, composite")
     assert "fairsumm" in message and "mint" in message
     assert isinstance(info.value, ValueError) and isinstance(info.value, KeyError)
 

@@ -1,0 +1,198 @@
+"""From a summary to claims, and from per-document support to a claim's score.
+
+A summary sentence is split into clauses at contrast connectives (", but",
+"; ", ", while", ", although"...): each clause is a *claim*. A claim is
+checked against the documents of the groups it names ("one-star reviewers",
+"Okafor", "the left"; all documents when it names none), and its score
+aggregates the checker's per-document support p_d (max over the document's
+windows) by the claim's quantifier:
+
+- singular or unquantified ("one reviewer", "some", "reviewers"): max_d p_d —
+  one supporting document suffices;
+- majority ("most", "many", "all", "the majority"): the support of the
+  weakest document of the best half, i.e. the ceil(n/2)-th largest p_d —
+  half of the named documents must support it.
+
+The summary's score is the mean of its claims' scores (AlignScore's
+mean-of-max form, with documents in place of chunks).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from ...evaluation.data.schema import Example
+from ...evaluation.text.sentences import split_sentences
+from .lexicon import MAJORITY, RATING_RANGES, group_aliases
+
+_CLAUSE = re.compile(
+    r"(?:;\s+|,\s+(?=(?:but|while|whereas|although|though|yet|however)\b)|\s+(?=but\s)|:\s+(?=[a-z])"
+    # ", and a three-star reviewer ...", ", and most ...", ", and Okafor ...": a new subject, a new claim
+    r"|,\s+(?=and\s+(?:(?:a|an|one|another|two|three|most|many|some|all|several|few|other)\s|(?-i:[A-Z]))))",
+    re.IGNORECASE,
+)
+#: Words of a premise window (long documents are split into windows of about this many words).
+WINDOW_WORDS = 120
+
+
+def split_claims(summary: str) -> list[str]:
+    """Clauses of a summary's sentences, split at contrast connectives.
+
+    >>> split_claims("Most like the sound, but one found the cushions warm. Support never answered.")
+    ['Most like the sound', 'but one found the cushions warm.', 'Support never answered.']
+    """
+    claims = []
+    for sentence in split_sentences(summary):
+        claims.extend(c.strip() for c in _CLAUSE.split(sentence) if len(c.strip().split()) >= 2)
+    return claims
+
+
+#: Words of a claim's subject where its quantifier is read ("but nearly all guests ...", "reviewers widely ...").
+SUBJECT_WORDS = 5
+
+
+def is_majority(claim: str) -> bool:
+    """Whether the claim's subject is most of its documents ("most", "all", "many", ...): a quantifier
+    among its first ``SUBJECT_WORDS`` words, so that "one said he explained every step" stays singular.
+
+    >>> is_majority("Most reviewers praise the bass"), is_majority("One reviewer praises the bass")
+    (True, False)
+    >>> is_majority("but one said the staff explained every step")
+    False
+    """
+    return MAJORITY.search(" ".join(claim.split()[:SUBJECT_WORDS])) is not None
+
+
+def named_groups(claim: str, example: Example) -> list[str]:
+    """The example's group labels that the claim names (empty: it names none)."""
+    labels = [g for g in dict.fromkeys(example.labels) if g is not None]
+    if len(labels) < 2:
+        return []
+    attribute = (example.attribute or "").lower()
+    low = " " + claim.lower() + " "
+    hits = []
+    for label in labels:
+        for alias in group_aliases(attribute, label, labels):
+            if re.search(r"(?<![\w-])" + re.escape(alias) + r"(?![\w-])", low):
+                hits.append(label)
+                break
+    if not hits and attribute == "rating" and all(v.isdigit() for v in labels):
+        for pattern, ratings in RATING_RANGES:
+            if pattern.search(claim):
+                hits = [v for v in labels if int(v) in ratings]
+                break
+    return hits
+
+
+def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
+    """A document as premise windows of whole sentences, about ``words`` words each.
+
+    >>> windows("One two. Three four. Five six.", words=4)
+    ['One two. Three four.', 'Five six.']
+    """
+    out: list[str] = []
+    current: list[str] = []
+    count = 0
+    for sentence in split_sentences(text) or [text]:
+        n = len(sentence.split())
+        if current and count + n > words:
+            out.append(" ".join(current))
+            current, count = [], 0
+        current.append(sentence)
+        count += n
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def aggregate(doc_support: Sequence[float], majority: bool) -> float:
+    """A claim's score from its documents' support (see the module docstring).
+
+    >>> aggregate([0.9, 0.1, 0.2, 0.05], majority=False)
+    0.9
+    >>> aggregate([0.9, 0.1, 0.2, 0.05], majority=True)  # the 2nd largest of 4
+    0.2
+    """
+    if not doc_support:
+        return 0.0
+    ranked = sorted(doc_support, reverse=True)
+    if not majority:
+        return ranked[0]
+    return ranked[math.ceil(len(ranked) / 2) - 1]
+
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+")
+_UNITS = {w: i for i, w in enumerate(
+    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
+_TENS = {w: 10 * i for i, w in enumerate(
+    ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), ) if w}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+#: Words after a number that make it a count of people or a rating, not a fact of the source.
+_NOT_FACTS = {"star", "stars", "reviewer", "reviewers", "guest", "guests", "customer", "customers", "patient",
+              "patients", "speaker", "speakers", "people", "users", "user", "of", "out", "said", "say", "says",
+              "others", "other", "participants", "sides", "groups", "buyers", "owners", "parents", "residents"}
+#: Words after a number that say nothing about what it counts.
+_NEUTRAL = {"", "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "per", "more", "less", "than",
+            "is", "are", "was", "were", "that", "with", "by"}
+
+
+def _value(token: str) -> float | None:
+    low = token.lower()
+    if token[0].isdigit():
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", token):
+            return float(token.replace(",", ""))
+        return float(token.replace(",", "."))
+    if low in _UNITS and low != "one":  # "one" is a pronoun as often as a number
+        return float(_UNITS[low])
+    if low in _TENS:
+        return float(_TENS[low])
+    return float(_SCALES[low]) if low in _SCALES else None
+
+
+def numbers(text: str) -> list[tuple[float, str]]:
+    """The numbers of a text that state facts, each with the word after it (what it counts).
+
+    Digits and number words ("twenty-five" is 25), but not "one", ratings ("two-star") or counts of people
+    ("two reviewers").
+
+    >>> numbers("Two reviewers waited 50 minutes; a five-star guest paid 1,200 euros for twenty-five nights.")
+    [(50.0, 'minutes'), (1200.0, 'euros'), (25.0, 'nights')]
+    """
+    tokens = _TOKEN.findall(text)
+    out: list[tuple[float, str]] = []
+    i = 0
+    while i < len(tokens):
+        value = _value(tokens[i])
+        if value is None:
+            i += 1
+            continue
+        j = i + 1
+        if tokens[i].lower() in _TENS and j < len(tokens) and 0 < _UNITS.get(tokens[j].lower(), 0) < 10:
+            value += _UNITS[tokens[j].lower()]
+            j += 1
+        while j < len(tokens) and tokens[j].lower() in _SCALES:
+            value *= _SCALES[tokens[j].lower()]
+            j += 1
+        after = tokens[j].lower() if j < len(tokens) else ""
+        if after not in _NOT_FACTS:
+            out.append((value, after))
+        i = j
+    return out
+
+
+def unsupported_numbers(claim: str, documents: Sequence[str]) -> list[float]:
+    """The claim's numbers that no document states about the same thing (the same value before a
+    word of the same stem, or with no telling word on either side).
+
+    >>> unsupported_numbers("It broke after four days and cost 30 euros", ["Broke after four months.", "30 euros."])
+    [4.0]
+    """
+    stated = [n for doc in documents for n in numbers(doc)]
+
+    def same(a: str, b: str) -> bool:
+        return a in _NEUTRAL or b in _NEUTRAL or a[:4] == b[:4]
+
+    return [v for v, word in numbers(claim) if not any(v == dv and same(word, dword) for dv, dword in stated)]

@@ -1,0 +1,132 @@
+"""Words the faithfulness checker reads: opinion antonyms, quantifiers, negation, group names.
+
+The opinion lexicon is a small hand-written list of praise/complaint antonym
+pairs (in the spirit of Hu & Liu's opinion lexicon, which is not shipped):
+the corruption code swaps them (``pairs``) and ``polarity`` counts them.
+Quantifiers split claims into *singular* ("one reviewer", "a few") and
+*majority* ("most", "all", "the majority"): the checker aggregates a
+majority claim over documents (``claims.aggregate``). Group aliases map how a
+summary names a group ("five-star reviewers", "critics", "Okafor") onto the
+example's group labels.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Praise word -> its complaint antonym (each pair is swapped both ways by the corruption code).
+OPINION_PAIRS: tuple[tuple[str, str], ...] = (
+    ("good", "bad"), ("great", "poor"), ("excellent", "terrible"), ("fresh", "stale"),
+    ("comfortable", "uncomfortable"), ("quiet", "noisy"), ("cheap", "expensive"), ("fast", "slow"),
+    ("clean", "dirty"), ("easy", "difficult"), ("love", "hate"), ("loved", "hated"), ("loves", "hates"),
+    ("friendly", "rude"), ("helpful", "unhelpful"), ("reliable", "unreliable"), ("sturdy", "flimsy"),
+    ("accurate", "inaccurate"), ("bright", "dim"), ("perfect", "awful"), ("best", "worst"),
+    ("better", "worse"), ("beautiful", "ugly"), ("fun", "boring"), ("smooth", "rough"),
+    ("vivid", "dull"), ("safe", "dangerous"), ("praised", "criticised"), ("praise", "criticise"),
+    ("praises", "criticises"), ("liked", "disliked"), ("like", "dislike"), ("likes", "dislikes"),
+    ("happy", "unhappy"), ("lovely", "horrible"), ("pleased", "disappointed"), ("works", "fails"),
+    ("worked", "failed"), ("effective", "useless"), ("generous", "stingy"), ("warm", "cold"),
+    ("delicious", "bland"), ("tasty", "tasteless"), ("pleasant", "unpleasant"), ("strong", "weak"),
+    ("satisfied", "dissatisfied"), ("recommend", "warn against"), ("recommended", "warned against"),
+    ("enjoyed", "disliked"), ("enjoy", "dislike"), ("brilliant", "dreadful"), ("wonderful", "awful"),
+    ("fair", "unfair"), ("punctual", "late"), ("stable", "wobbly"), ("powerful", "feeble"),
+    ("convenient", "inconvenient"), ("affordable", "overpriced"), ("spacious", "cramped"),
+    ("improved", "worsened"), ("improve", "worsen"), ("improves", "worsens"), ("lower", "higher"),
+    ("less", "more"), ("fewer", "more"), ("cut", "raised"), ("support", "oppose"),
+    ("supports", "opposes"), ("welcomed", "condemned"), ("welcome", "condemn"), ("benefits", "harms"),
+    ("helps", "hurts"), ("help", "hurt"), ("success", "failure"), ("positive", "negative"),
+)
+PRAISE = frozenset(a for a, _ in OPINION_PAIRS) | {
+    "amazing", "superb", "fantastic", "stunning", "breathtaking", "worth", "nice", "handy", "lovely",
+    "impressive", "solid", "decent", "loves", "thanks", "free",
+}
+COMPLAINT = frozenset(b for _, b in OPINION_PAIRS) | {
+    "broke", "broken", "failed", "leaked", "leaks", "crashed", "cracked", "stuck", "missing", "lost",
+    "complained", "complain", "complains", "problem", "problems", "tore", "jams", "overpriced", "loud",
+    "never", "cancelled", "waited", "greasy", "lukewarm", "bitter", "cramped", "dusty", "confusing",
+}
+#: Phrases for "said something good / bad about" in template claims.
+PRAISE_VERBS = ("praised", "liked", "was happy with", "spoke well of", "was pleased with")
+COMPLAINT_VERBS = ("complained about", "disliked", "was unhappy with", "criticised", "was disappointed by")
+
+#: A claim with one of these is about most of its documents (aggregated over them).
+MAJORITY = re.compile(
+    r"\b(most|many|majority|nearly all|almost all|all|every|everyone|everybody|widely|overwhelmingly|"
+    r"generally|commonly|several|numerous|the bulk of|broadly|unanimously|consistently)\b",
+    re.IGNORECASE,
+)
+#: Subjects of template claims: (phrase, is it a majority quantifier).
+SUBJECTS = (
+    ("One reviewer", False), ("A reviewer", False), ("One customer", False), ("Someone", False),
+    ("A few reviewers", False), ("Some reviewers", False), ("Most reviewers", True),
+    ("Many reviewers", True), ("Reviewers", False), ("One person", False),
+)
+REPORT_VERBS = ("says", "notes", "writes", "reports", "mentions", "feels", "finds", "points out")
+
+NUMBER_WORDS = (
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand", "million", "half", "third",
+    "quarter", "fifth", "double", "twice",
+)
+DIGIT_WORDS = {str(i + 1): w for i, w in enumerate(NUMBER_WORDS[:12])}
+
+#: Auxiliaries that take "not" after them.
+AUX = ("is", "are", "was", "were", "can", "will", "would", "could", "should", "has", "have", "had", "does", "did", "do")
+#: First-person words -> third-person, for "One reviewer says that ..." claims from a review.
+PERSON = {
+    "i": "they", "my": "their", "me": "them", "mine": "theirs", "myself": "themselves", "we": "they",
+    "our": "their", "us": "them", "i'm": "they're", "am": "are",
+}
+
+_RATING_WORDS = {"1": "one", "2": "two", "3": "three", "4": "four", "5": "five"}
+_SENTIMENT = {
+    "pos": ("positive", "happy", "satisfied", "favourable", "favorable", "enthusiastic", "fans"),
+    "neg": ("negative", "unhappy", "dissatisfied", "critical", "critics", "disappointed", "complaining"),
+    "neu": ("neutral", "mixed", "lukewarm", "middling", "ambivalent", "balanced"),
+}
+_STANCE = {
+    "favor": ("in favor", "in favour", "supporters", "proponents", "advocates", "those for", "backers"),
+    "against": ("against", "opponents", "critics", "sceptics", "skeptics", "those opposed", "opposed"),
+}
+_PARTY = {
+    "left": ("left-leaning", "left-wing", "the left", "liberal", "liberals", "progressive", "progressives",
+             "democrats", "democratic"),
+    "right": ("right-leaning", "right-wing", "the right", "conservative", "conservatives", "republicans",
+              "republican"),
+}
+
+
+def group_aliases(attribute: str, value: str, values: list[str]) -> tuple[str, ...]:
+    """How a summary may name group ``value`` of ``attribute`` (lower case phrases).
+
+    >>> group_aliases("rating", "5", ["1", "5"])[:3]
+    ('5-star', '5 star', 'five-star')
+    >>> group_aliases("speaker", "Councillor Reyes", ["Councillor Reyes", "Parent Moreau"])
+    ('councillor reyes', 'reyes', 'councillor')
+    """
+    v = value.strip().lower()
+    if attribute == "rating" or (v.isdigit() and len(v) == 1):
+        word = _RATING_WORDS.get(v, v)
+        return (f"{v}-star", f"{v} star", f"{word}-star", f"{word} star", f"rated {v}", f"rated {word}")
+    if v in _SENTIMENT:
+        return (v, *_SENTIMENT[v])
+    if v in _STANCE:
+        return (v, *_STANCE[v])
+    if v in _PARTY:
+        return _PARTY[v]
+    words = v.split()
+    aliases = [v]
+    if len(words) > 1:
+        aliases.append(words[-1])  # a surname
+        role = words[0]
+        if sum(1 for other in values if other.lower().split()[:1] == [role]) == 1:
+            aliases.append(role)  # a role held by one speaker only
+    return tuple(aliases)
+
+
+#: For ratings, words naming a range of groups: (pattern, predicate on the integer rating).
+RATING_RANGES: tuple[tuple[re.Pattern[str], tuple[int, ...]], ...] = (
+    (re.compile(r"\b(positive|happy|satisfied|high[- ]rated|highly rated|top[- ]rated|fans)\b", re.I), (4, 5)),
+    (re.compile(r"\b(negative|unhappy|dissatisfied|critical|critics|low[- ]rated|disappointed)\b", re.I), (1, 2)),
+    (re.compile(r"\b(mixed|neutral|middling|lukewarm|ambivalent)\b", re.I), (3,)),
+)

@@ -1,0 +1,133 @@
+"""``checker``: faithfulness by evenhand's own trained checker (``evenhand.rerank.checker``).
+
+A summary is split into claims (``claims.split_claims``); each claim is
+checked against the documents of the groups it names (all documents when it
+names none), a document's support being the checker's largest p(window
+supports claim) over its windows of about ``window_words`` words; the
+claim's score aggregates its documents' support by its quantifier
+(``claims.aggregate``: "most" needs half of them, "one" needs one), times
+``number_factor`` when the claim states a number that none of those documents
+states about the same thing (``claims.unsupported_numbers``: the cross-encoder
+reads digits poorly); the summary's score is the mean over its claims, in [0, 1]. A summary without
+claims scores ``empty_score``.
+
+The checker is a MiniLM cross-encoder trained offline by the project
+(``evenhand build-checker``) — not an NLI or AlignScore model; every record
+names it in ``backend``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...evaluation.data.schema import Example
+from ...evaluation.scoring.registry import register
+from ...evaluation.scoring.scorer import Scorer, ScorerConfig
+from ..checker.claims import (
+    aggregate,
+    is_majority,
+    named_groups,
+    split_claims,
+    unsupported_numbers,
+    windows,
+)
+
+
+@dataclass
+class CheckerScorerConfig(ScorerConfig):
+    """Settings of the ``checker`` scorer."""
+
+    folder: str = field(default="", metadata={
+        "help": "A checker folder built by `evenhand build-checker` (default: the default recipe's, "
+        "built on first use)."})
+    window_words: int = field(default=60, metadata={"help": "Words per premise window of a document."})
+    max_length: int = field(default=128, metadata={"help": "Tokens per (window, claim) pair."})
+    empty_score: float = field(default=0.0, metadata={"help": "Score of a summary without claims."})
+    number_factor: float = field(default=0.25, metadata={
+        "help": "Factor on the score of a claim stating a number its documents do not state (1: no check)."})
+    device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.window_words, int) or self.window_words < 1:
+            raise ValueError(f"`window_words` must be a positive int, got {self.window_words!r}")
+        if not isinstance(self.max_length, int) or self.max_length < 16:
+            raise ValueError(f"`max_length` must be an int >= 16, got {self.max_length!r}")
+        if not 0.0 <= self.number_factor <= 1.0:
+            raise ValueError(f"`number_factor` must be in [0, 1], got {self.number_factor!r}")
+
+
+def claim_documents(claim: str, example: Example) -> list[str]:
+    """Texts of the documents a claim is checked against: its named groups', else all."""
+    groups = set(named_groups(claim, example))
+    docs = [d.text for d in example.documents if not groups or d.group in groups]
+    return docs or [d.text for d in example.documents]
+
+
+@register("checker")
+class CheckerScorer(Scorer[CheckerScorerConfig]):
+    """Support of each claim of the summary by the documents it is about, by evenhand's checker."""
+
+    Config = CheckerScorerConfig
+    detail_fields = ("backend", "claims", "weakest")
+    cli_options = {"device": "device"}
+
+    def __init__(self, config: CheckerScorerConfig | None = None, cache_dir: Any = None) -> None:
+        super().__init__(config, cache_dir)
+        self._model: Any = None
+
+    @property
+    def folder(self) -> Path:
+        """The checker folder: the configured one, or the default recipe's (built or not)."""
+        from ..checker.model import checker_dir
+
+        return Path(self.config.folder) if self.config.folder else checker_dir()
+
+    @property
+    def model_id(self) -> str:
+        return str(self.folder)
+
+    @property
+    def backend_name(self) -> str:
+        return f"evenhand-checker {self.folder.name} (MiniLM cross-encoder trained by evenhand, not NLI)"
+
+    def _load(self) -> Any:
+        if self._model is None:
+            from ..checker.model import load_checker
+
+            self._model = load_checker(self.config.folder or None, self.config.device, self.config.max_length)
+        return self._model
+
+    def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        model = self._load()
+        plans = []  # per output: per claim (majority, [window indices per document], number factor)
+        premises: list[str] = []
+        hypotheses: list[str] = []
+        for ex, out in zip(sources, outputs):
+            plan = []
+            for claim in split_claims(out):
+                docs = []
+                texts = claim_documents(claim, ex)
+                factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
+                for text in texts:
+                    rows = []
+                    for window in windows(text, self.config.window_words):
+                        rows.append(len(premises))
+                        premises.append(window)
+                        hypotheses.append(claim)
+                    docs.append(rows)
+                plan.append((is_majority(claim), docs, factor))
+            plans.append(plan)
+        probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
+        results = []
+        for plan in plans:
+            scores = [factor * aggregate([max(probs[i] for i in rows) for rows in docs], majority)
+                      for majority, docs, factor in plan]
+            results.append({
+                "score": sum(scores) / len(scores) if scores else self.config.empty_score,
+                "backend": self.backend_name, "claims": len(scores),
+                "weakest": min(scores) if scores else self.config.empty_score,
+            })
+        return results

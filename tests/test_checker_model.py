@@ -1,0 +1,114 @@
+"""The checker model: a seeded build is byte-for-byte reproducible, cached by content (real MiniLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evenhand.rerank.checker.model import CheckerOptions, build_checker, freeze_lower, load_checker
+
+pytestmark = pytest.mark.slow
+
+TINY = CheckerOptions(seed=3, rounds=1, batch_size=8, max_length=32, train_layers=1)
+EXAMPLES = [
+    {"id": "lamp", "attribute": "rating", "documents": [
+        {"text": "The lamp is bright and the arm holds its angle.", "group": "5"},
+        {"text": "The switch broke after two weeks.", "group": "1"}]},
+    {"id": "cafe", "attribute": "rating", "documents": [
+        {"text": "The staff were friendly, but the cake was stale.", "group": "3"},
+        {"text": "Great coffee and a quiet corner to read.", "group": "5"}]},
+]
+
+
+def write_corpus(path: Path) -> Path:
+    path.write_text("".join(json.dumps(ex) + "\n" for ex in EXAMPLES), encoding="utf-8")
+    return path
+
+
+def test_same_seed_builds_identical_weights(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "a"))
+    first = build_checker(TINY, corpus, progress=False)
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "b"))
+    second = build_checker(TINY, corpus, progress=False)
+    assert first != second and first.name == second.name  # same content key, two caches
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+    meta = json.loads((first / "checker.json").read_text())
+    assert meta["options"]["train_layers"] == 1 and meta["steps"] == -(-meta["pairs"] // 8)
+    # cached: a second call reuses the folder without training
+    stamp = (second / "model.safetensors").stat().st_mtime_ns
+    assert build_checker(TINY, corpus, progress=False) == second
+    assert (second / "model.safetensors").stat().st_mtime_ns == stamp
+    # another seed is another checker
+    other = build_checker(CheckerOptions(seed=4, rounds=1, batch_size=8, max_length=32, train_layers=1), corpus,
+                          progress=False)
+    assert other.name != second.name
+    model = load_checker(first, device="cpu")
+    probs = model.probs(["The switch broke after two weeks."] * 2, ["The switch broke.", "The lamp is bright."])
+    assert all(0.0 < p < 1.0 for p in probs)
+
+
+@pytest.fixture(scope="module")
+def tiny_checker(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("checker")
+    corpus = write_corpus(root / "corpus.jsonl")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVENHAND_CACHE", str(root / "cache"))
+        return build_checker(TINY, corpus, progress=False)
+
+
+def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    ex = Example("lamp", [Document("The lamp is bright.", "5"), Document("The lamp is bright and warm.", "5"),
+                          Document("The switch broke.", "1")], attribute="rating")
+    scorer = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+    summary = "Most reviewers say the lamp is bright, but one-star reviewers say the switch broke."
+    [record] = scorer.score_details([ex], [summary])
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    first, second = "Most reviewers say the lamp is bright", "but one-star reviewers say the switch broke."
+    p1 = model.probs([d.text for d in ex.documents], [first] * 3)
+    p2 = model.probs(["The switch broke."], [second])
+    expected = (sorted(p1, reverse=True)[1] + p2[0]) / 2  # "most": 2nd best of 3; one-star: its one document
+    assert record["claims"] == 2
+    assert record["score"] == pytest.approx(expected, abs=1e-6)
+    assert record["weakest"] == pytest.approx(min(sorted(p1, reverse=True)[1], p2[0]), abs=1e-6)
+    assert record["backend"].startswith(f"evenhand-checker {tiny_checker.name}") and "not NLI" in record["backend"]
+    assert scorer.score([ex], [""]) == [0.0]
+    # a number no document of the claim's group states: the claim's score times number_factor (0.25)
+    wrong = "One-star reviewers say the switch broke after 9 weeks."
+    [numbered] = scorer.score_details([ex], [wrong])
+    assert numbered["score"] == pytest.approx(0.25 * model.probs(["The switch broke."], [wrong])[0], abs=1e-6)
+    # a claim longer than max_length (128 tokens) is cut with its premise instead of failing
+    long = "One-star reviewers say " + "the switch broke and " * 30 + "the lamp died."
+    assert 0.0 < scorer.score([ex], [long])[0] < 1.0
+
+
+def test_build_checker_cli(tiny_checker, tmp_path, monkeypatch, capsys):
+    from evenhand.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    monkeypatch.setenv("EVENHAND_CACHE", str(tiny_checker.parent.parent))
+    flags = ["--seed", "3", "--rounds", "1", "--batch-size", "8", "--max-length", "32", "--train-layers", "1"]
+    assert main(["build-checker", "--corpus", str(corpus), *flags]) == 0
+    assert capsys.readouterr().out.startswith(f"cached {tiny_checker} ")
+    assert main(["build-checker", "--corpus", str(corpus), "--seed", "-1"]) == 2
+    assert "seed" in capsys.readouterr().err
+    assert main(["build-checker", "--corpus", str(corpus), *flags[:-1], "7", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().endswith("pass at most 6")
+
+
+def test_only_the_top_layers_train(tmp_path):
+    from evenhand.decoding.models import minilm_path
+    from evenhand.rerank.checker.model import CrossEncoder
+
+    model = CrossEncoder(minilm_path())
+    trained = freeze_lower(model, 2)
+    names = [n for n, p in model.modules().named_parameters() if p.requires_grad]
+    assert names and all(n.startswith(("encoder.encoder.layer.4.", "encoder.encoder.layer.5.", "head."))
+                         for n in names)
+    assert any(n.startswith("encoder.encoder.layer.4.") for n in names) and "head.weight" in names
+    assert len(trained) == len(names)

@@ -1,0 +1,50 @@
+"""benchmarks/contradictions.py: the hand-written pairs are well formed and the win table counts right."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ is a folder of the checkout, not an installed package
+
+from benchmarks import contradictions  # noqa: E402
+
+
+def test_pairs_have_eight_of_each_kind_and_one_edit():
+    rows = contradictions.read_pairs()
+    assert Counter(r["kind"] for r in rows) == {k: 8 for k in contradictions.KINDS}
+    for row in rows:
+        old, new = row["edit"]
+        assert row["faithful"].count(old) == 1 and row["contradicted"] == row["faithful"].replace(old, new)
+        assert len({d["group"] for d in row["source"]["documents"]}) >= 2
+
+
+def test_win_table_on_three_pairs(capsys):
+    rows = [r for r in contradictions.read_pairs() if r["id"] in
+            ("ski-rental-number", "e-reader-number", "yoga-studio-negation")]
+    scores = {"rouge-l-precision": contradictions.score_pairs("rouge-l-precision", rows)}
+    good, bad = scores["rouge-l-precision"][0]
+    # "within 15 minutes" -> "within 50 minutes": "50" is in no review, so fewer summary tokens match the source
+    assert rows[0]["id"] == "ski-rental-number" and good > bad
+    table = contradictions.win_table(rows, scores)
+    assert table["rouge-l-precision"]["all"][1] == 3 and table["rouge-l-precision"]["number"][1] == 2
+    manual = sum(contradictions.win(g, b) for g, b in scores["rouge-l-precision"])
+    assert table["rouge-l-precision"]["all"][0] == manual
+    text = contradictions.format_table({"x": {"number": (1.5, 2), "all": (1.5, 2)}})
+    assert text.splitlines()[1].split() == ["number", "1.5/2"] and text.splitlines()[-1].split() == ["all", "1.5/2"]
+
+
+def test_dev_pairs_are_well_formed_and_share_no_source_with_the_held_out_set():
+    from evenhand.rerank.checker.model import read_corpus
+
+    dev = contradictions.read_pairs(contradictions.DEV)
+    assert Counter(r["kind"] for r in dev) == {k: 8 for k in contradictions.KINDS}
+    for row in dev:
+        old, new = row["edit"]
+        assert row["faithful"].count(old) == 1 and row["contradicted"] == row["faithful"].replace(old, new)
+    texts = {d["text"] for r in dev for d in r["source"]["documents"]}
+    held_out = {d["text"] for r in contradictions.read_pairs() for d in r["source"]["documents"]}
+    corpus = {d["text"] for ex in read_corpus() for d in ex["documents"]}
+    assert len({r["source"]["id"] for r in dev}) == 8 and not texts & held_out and not texts & corpus
