@@ -297,7 +297,8 @@ def score_and_select(
     """Score ``candidates`` (in place: score details, floor scores, ``eligible``); the winner's index.
 
     With ``floors``, the candidate whose recipe is ``"beam"`` is the reference:
-    a candidate below it by more than a floor's margin is not eligible.
+    a candidate below it by more than a floor's margin is not eligible, and its
+    ``below`` lists the floors it failed (in ``floors`` order).
     """
     texts = [c["text"] for c in candidates]
     for cand, detail in zip(candidates, scorer.score_details([example] * len(texts), texts)):
@@ -314,6 +315,7 @@ def score_and_select(
                 cand.setdefault("floors", {})[name] = values[i]
                 if i != plain and values[i] < values[plain] - margin:
                     eligible[i] = False
+                    cand.setdefault("below", []).append(name)
         for cand, ok in zip(candidates, eligible):
             cand["eligible"] = ok
     return select_best([c["score"] for c in candidates], eligible)
