@@ -53,7 +53,7 @@ def pick_margin(rows: Sequence[tuple[float, int, int]], precision: float) -> flo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="The margin of a reranking floor, measured on the dev half.")
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--scorer", default="checker")
     parser.add_argument("--scores", default=None, help="An `evenhand meta-eval --out` file holding the scorer.")
