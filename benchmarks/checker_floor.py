@@ -58,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scorer", default="checker")
     parser.add_argument("--scores", default=None, help="An `evenhand meta-eval --out` file holding the scorer.")
     parser.add_argument("--precision", type=float, default=0.8)
+    parser.add_argument("--max-length", type=int, default=512,
+                        help="Tokens per (window, claim) pair: the dev half's claims run past the scorer's 128.")
     args = parser.parse_args(argv)
     if not Path(args.data).is_file():
         print(f"skipped: {args.data} is absent (shared data)")
@@ -72,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evenhand.evaluation.scoring.registry import get_scorer
 
         sources = [data.sources[i] for i in data.source_index]
-        scores = get_scorer(args.scorer).score(sources, data.summaries)
+        options = {"max_length": args.max_length} if args.scorer == "checker" else {}
+        scores = get_scorer(args.scorer, **options).score(sources, data.summaries)
     truth = data.truth["faithfulness"]
     table = []
     print(f"{args.scorer} floor on {len(scores)} controlled summaries (dev half), same-source pairs")

@@ -185,6 +185,7 @@ def test_checker_backend_feeds_the_scorers_and_is_named(monkeypatch, tmp_path):
     import evenhand.rerank.alignment as alignment
     import evenhand.rerank.checker.model as checker_model
     from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.rerank.scorers.equal_coverage import EqualCoverageScorer
 
     folder = tmp_path / "checker" / "abc123"
     monkeypatch.setattr(checker_model, "load_checker", lambda folder, device, max_length: _StubChecker())
@@ -198,6 +199,7 @@ def test_checker_backend_feeds_the_scorers_and_is_named(monkeypatch, tmp_path):
     name = "evenhand-checker abc123 (MiniLM cross-encoder trained by evenhand, not NLI)"
     assert record["backend"] == name and scorer.backend_label == name
     ec = get_scorer("equal-coverage", model="checker", progress=False)
+    assert isinstance(ec, EqualCoverageScorer)
     (rec,) = ec.score_details([ex], ["The battery lasts a week."])
     # P = [[1.0 (group 5), 1/5 ("the")]]: the 5-star group covers it, the 1-star group barely
     assert rec["backend"] == name and rec["ec"] > 0
