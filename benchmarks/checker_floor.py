@@ -58,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scorer", default="checker")
     parser.add_argument("--scores", default=None, help="An `evenhand meta-eval --out` file holding the scorer.")
     parser.add_argument("--precision", type=float, default=0.8)
+    parser.add_argument("--save", default=None, help="Write the scores here (JSON list, data order).")
     parser.add_argument("--max-length", type=int, default=512,
                         help="Tokens per (window, claim) pair: the dev half's claims run past the scorer's 128.")
     args = parser.parse_args(argv)
@@ -76,7 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sources = [data.sources[i] for i in data.source_index]
         options = {"max_length": args.max_length} if args.scorer == "checker" else {}
         scores = get_scorer(args.scorer, **options).score(sources, data.summaries)
+    if args.save:
+        Path(args.save).write_text(json.dumps(scores), encoding="utf-8")
     truth = data.truth["faithfulness"]
+    from evenhand.evaluation.metrics.meta_eval import meta_evaluate
+
+    for target in ("faithfulness", "coverage"):
+        result = meta_evaluate(scores, data.truth[target], data.source_index, 200, 0)
+        print(f"{args.scorer} vs {target}: Spearman {result['spearman'].value:.3f}, "
+              f"winrate {result['winrate'].value:.3f}")
     table = []
     print(f"{args.scorer} floor on {len(scores)} controlled summaries (dev half), same-source pairs")
     print(f"{'margin':>7} {'excluded':>9} {'right':>7} {'share right':>12}")
