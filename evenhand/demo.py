@@ -96,8 +96,8 @@ class DemoConfig:
 #: ``benchmarks/demo_defaults.py`` on FairSumm dev examples, never the demo sets; docs/reranking.md).
 DEFAULTS_WHY = (
     "no λ4: on FairSumm dev (amazon_gold-0; a 1-example sweep) dropping it raised checker 0.147->0.183, "
-    "lm-likelihood -1.289->-1.232, ROUGE-L precision 0.440->0.542 and cut UER 0.055->0.033; α, β, N unchanged "
-    "(not swept); no checker floor (dev half: no margin makes 80% of its exclusions right)"
+    "lm-likelihood -1.289->-1.232, ROUGE-L precision 0.440->0.542 and cut UER 0.055->0.033; α 3 kept (α 1 "
+    "lowered both checks); β, N not swept; no checker floor (dev half: no margin makes 80% of exclusions right)"
 )
 
 
