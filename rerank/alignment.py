@@ -9,6 +9,12 @@ Three backends share one method, ``pair_probs(premises, hypotheses)``:
   loaded into ``AutoModel.from_config`` — no pytorch-lightning, no pickle.
 - ``NliClassifier``: any sequence-classification NLI model; p = softmax(logits)
   at the label whose ``config.id2label`` name starts with "entail".
+- ``CheckerBackend`` (``model="checker"``): evenhand's own trained checker
+  (``evenhand.rerank.checker``, a MiniLM cross-encoder trained on synthetic
+  corruptions of source texts, built on first use): p = its p(premise supports
+  claim). It reads the pair jointly, so it sees negation, polarity and
+  quantity that cosine similarity misses; it is not an NLI model, and every
+  output that uses it names it ``evenhand-checker <key> (...)``.
 - ``MiniLMFallback``: offline stand-in on the embedded all-MiniLM-L6-v2:
   p = max(0, cos(e(premise), e(hypothesis))) with mean-pooled, normalized
   embeddings. It measures similarity, not entailment; every output that uses
@@ -29,6 +35,8 @@ from ..evaluation.scoring.scorer import ScorerConfig
 
 FALLBACK_NAME = "alignscore-minilm-fallback"
 FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
+#: ``model`` values that select evenhand's own checker (``CheckerBackend``).
+CHECKER_ALIASES = ("checker", "evenhand-checker")
 _CHECKPOINT_SUFFIXES = (".ckpt", ".pt", ".pth", ".bin", ".safetensors")
 
 
@@ -298,6 +306,31 @@ class MiniLMFallback(AlignBackend):
         return (p * h).sum(-1).clamp(min=0.0, max=1.0).cpu().tolist()
 
 
+class CheckerBackend(AlignBackend):
+    """evenhand's trained checker as an alignment backend (see module docstring).
+
+    Args:
+        folder: a checker folder (``evenhand build-checker``); default: the default
+            recipe's, built on first use (about 45 s on 2 CPU cores).
+        device: torch device (default: cuda when available).
+        max_length: tokens per (premise, claim) pair.
+    """
+
+    def __init__(self, folder: str | Path | None = None, device: str | None = None, max_length: int = 256):
+        from .checker.model import checker_dir, load_checker
+
+        self.model = load_checker(folder, _device(device), max_length)
+        self.name = checker_backend_name(Path(folder) if folder else checker_dir())
+
+    def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
+        return self.model.probs(premises, hypotheses, batch_size)
+
+
+def checker_backend_name(folder: Path) -> str:
+    """How every output names the checker backend of ``folder``."""
+    return f"evenhand-checker {folder.name} (MiniLM cross-encoder trained by evenhand, not NLI)"
+
+
 _LOADED: dict[tuple[Any, ...], AlignBackend] = {}
 
 
@@ -307,7 +340,8 @@ def load_backend(
 ) -> AlignBackend:
     """The backend for ``model`` (loaded once per process and argument set).
 
-    ``model`` is ``fallback``/``minilm`` (embedded MiniLM), a checkpoint file
+    ``model`` is ``fallback``/``minilm`` (embedded MiniLM), ``checker`` (evenhand's
+    trained checker, ``CheckerBackend``; ``base_model`` unused), a checkpoint file
     (``.ckpt``/``.pt``/``.bin``/``.safetensors``: AlignScore format, with
     ``base_model`` for the encoder config and tokenizer), or a local folder /
     cached HF id of an NLI sequence classifier.
@@ -316,6 +350,8 @@ def load_backend(
     if key not in _LOADED:
         if model in FALLBACK_ALIASES:
             backend: AlignBackend = MiniLMFallback(device=device)
+        elif model in CHECKER_ALIASES:
+            backend = CheckerBackend(device=device, max_length=max_length)
         elif Path(model).suffix in _CHECKPOINT_SUFFIXES:
             backend = AlignScoreCheckpoint(model, base_model, device, max_length)
         else:
@@ -328,7 +364,7 @@ def load_backend(
 class AlignmentConfig(ScorerConfig):
     """Settings every alignment-backed scorer has (``alignscore``, ``equal-coverage``)."""
 
-    model: str = field(default="fallback", metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, or 'fallback' (MiniLM)."})
+    model: str = field(default="fallback", metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, 'checker' (evenhand's trained checker) or 'fallback' (MiniLM)."})
     base_model: str = field(default="roberta-large", metadata={"help": "Config+tokenizer folder for a .ckpt (roberta-large or roberta-base)."})
     max_length: int = field(default=512, metadata={"help": "Tokens per (premise, hypothesis) pair."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
@@ -366,6 +402,10 @@ class AlignmentBackendMixin:
         model = self.config.model
         if model in FALLBACK_ALIASES:
             return FALLBACK_NAME
+        if model in CHECKER_ALIASES:
+            from .checker.model import checker_dir
+
+            return checker_backend_name(checker_dir())
         if Path(model).suffix in _CHECKPOINT_SUFFIXES:
             return f"{model} (AlignScore on {self.config.base_model})"
         return f"{model} (NLI)"

@@ -60,7 +60,9 @@ RECIPES: dict[str, dict[str, Any]] = {
 DEFAULT_SCORERS = "calibrated:coverage,calibrated:faithfulness,equal-coverage"
 #: ... under floors relative to the plain beam-search summary: fluency (mean token log-prob
 #: without the source, nats) and calibrated coverage (predicted share of key points).
-#: Margins measured on the bundled demo sets: docs/reranking.md.
+#: Margins measured on the bundled demo sets: docs/reranking.md. A ``checker`` floor (no candidate
+#: that contradicts the source more than plain) is offered but not a default: on the controlled
+#: summaries' dev half no margin makes 80% of its exclusions right (benchmarks/checker_floor.py).
 DEFAULT_FLOORS: dict[str, float] = {"fluency": 0.5, "calibrated:coverage": 0.1}
 
 
@@ -297,7 +299,8 @@ def score_and_select(
     """Score ``candidates`` (in place: score details, floor scores, ``eligible``); the winner's index.
 
     With ``floors``, the candidate whose recipe is ``"beam"`` is the reference:
-    a candidate below it by more than a floor's margin is not eligible.
+    a candidate below it by more than a floor's margin is not eligible, and its
+    ``below`` lists the floors it failed (in ``floors`` order).
     """
     texts = [c["text"] for c in candidates]
     for cand, detail in zip(candidates, scorer.score_details([example] * len(texts), texts)):
@@ -314,6 +317,7 @@ def score_and_select(
                 cand.setdefault("floors", {})[name] = values[i]
                 if i != plain and values[i] < values[plain] - margin:
                     eligible[i] = False
+                    cand.setdefault("below", []).append(name)
         for cand, ok in zip(candidates, eligible):
             cand["eligible"] = ok
     return select_best([c["score"] for c in candidates], eligible)

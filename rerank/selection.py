@@ -47,4 +47,20 @@ def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str]
         spread = [r["best_score"] - sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
         lines.append(f"no plain summary to compare with (--floors none): kept minus the set's mean composite "
                      f"{sum(spread) / max(1, len(spread)):+.3f} (per-set min-max, 0-1; positive by construction)")
-    return lines
+    return lines + floor_lines(records)
+
+
+def floor_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """How many candidates each floor excluded (a candidate may fail several); none without floors.
+
+    ``checker`` excluded means: it contradicts the source more than the plain summary, by more
+    than the floor's margin, as evenhand's checker reads it.
+    """
+    floored = [c for r in records for c in r["candidates"] if "eligible" in c and c["recipe"] != PLAIN]
+    if not floored:
+        return []
+    counted: Counter[str] = Counter(name for c in floored for name in c.get("below", []))
+    names = [*dict.fromkeys(name for c in floored for name in c.get("floors", {}))]
+    excluded = sum(not c["eligible"] for c in floored)
+    per = ", ".join(f"{name} {counted.get(name, 0)}" for name in names)
+    return [f"below a floor: {excluded} of {len(floored)} candidates (plain excluded); per floor: {per}"]

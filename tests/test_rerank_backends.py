@@ -166,3 +166,41 @@ def test_minilm_embed_batches_by_length_in_input_order():
     batched = backend.embed(texts, batch_size=2)  # batches: the two shortest, then the two longest
     torch.testing.assert_close(batched, alone, atol=1e-5, rtol=0)
     assert backend.embed([]).shape == (0, alone.shape[1])
+
+
+class _StubChecker:
+    """Stands in for the trained checker: p = share of the claim's words found in the premise."""
+
+    def probs(self, premises, claims, batch_size=32):
+        import re
+
+        def words(text):
+            return re.findall(r"\w+", text.lower())
+
+        return [len(set(words(c)) & set(words(p))) / len(words(c)) for p, c in zip(premises, claims)]
+
+
+def test_checker_backend_feeds_the_scorers_and_is_named(monkeypatch, tmp_path):
+    """`model="checker"`: evenhand's checker scores the pairs; every output names it."""
+    import evenhand.rerank.alignment as alignment
+    import evenhand.rerank.checker.model as checker_model
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.rerank.scorers.equal_coverage import EqualCoverageScorer
+
+    folder = tmp_path / "checker" / "abc123"
+    monkeypatch.setattr(checker_model, "load_checker", lambda folder, device, max_length: _StubChecker())
+    monkeypatch.setattr(checker_model, "checker_dir", lambda: folder)
+    monkeypatch.setattr(alignment, "_LOADED", {})
+    ex = Example("x", [Document("the battery lasts a week", "5"), Document("the case is flimsy", "1")])
+    scorer = get_scorer("alignscore", model="checker", progress=False)
+    (record,) = scorer.score_details([ex], ["The battery lasts. The case broke."])
+    # one chunk (the whole source); claims: 3/3 words found, 2/3 ("the", "case")
+    assert record["score"] == pytest.approx((1.0 + 2 / 3) / 2)
+    name = "evenhand-checker abc123 (MiniLM cross-encoder trained by evenhand, not NLI)"
+    assert record["backend"] == name and scorer.backend_label == name
+    ec = get_scorer("equal-coverage", model="checker", progress=False)
+    assert isinstance(ec, EqualCoverageScorer)
+    (rec,) = ec.score_details([ex], ["The battery lasts a week."])
+    # P = [[1.0 (group 5), 1/5 ("the")]]: the 5-star group covers it, the 1-star group barely
+    assert rec["backend"] == name and rec["ec"] > 0
+    assert ec.coverage_matrix(ex, "The battery lasts a week.")[0] == [[1.0, pytest.approx(0.2)]]

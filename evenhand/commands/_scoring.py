@@ -14,7 +14,7 @@ from typing import Any
 SCORER_FLAGS = (
     ("--judge-model", "Judge for llm-coverage/llm-faithfulness: alias, folder, cached HF id or server URL "
      "http://HOST:PORT/v1[#MODEL] (default: embedded smollm2-135m-instruct)."),
-    ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, or 'fallback' (embedded MiniLM, default)."),
+    ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, 'checker' (evenhand's trained checker) or 'fallback' (embedded MiniLM, default)."),
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency/fairsumm-bartscore, or a vLLM server URL "
      "http://HOST:PORT/v1[#MODEL] (prompt log-probs; default: embedded smollm2-135m-instruct)."),
@@ -149,9 +149,13 @@ def check_model_flags(args: argparse.Namespace) -> None:
         if dest in ("judge_model", "lm_model") and is_server_url(value):  # a server URL: probed on first use
             continue
         if dest == "align_model":
-            from evenhand.rerank.alignment import _CHECKPOINT_SUFFIXES, FALLBACK_ALIASES
+            from evenhand.rerank.alignment import (
+                _CHECKPOINT_SUFFIXES,
+                CHECKER_ALIASES,
+                FALLBACK_ALIASES,
+            )
 
-            if value in FALLBACK_ALIASES:
+            if value in FALLBACK_ALIASES or value in CHECKER_ALIASES:
                 continue
             check_local(value, flag, files=_CHECKPOINT_SUFFIXES)
         else:
