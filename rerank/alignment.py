@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.scoring.scorer import ScorerConfig
+from .batching import length_batches
 
 FALLBACK_NAME = "alignscore-minilm-fallback"
 FALLBACK_ALIASES = ("fallback", "minilm", "all-minilm-l6-v2", FALLBACK_NAME)
@@ -56,13 +57,6 @@ class AlignBackend:
     def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         """``pair_probs`` on lists of equal length (what backends implement)."""
         raise NotImplementedError
-
-
-def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Row indices in batches of ``batch_size``, shortest first: each batch pads to texts
-    of similar length (a long context chunk is not padded onto short sentences)."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def _device(device: str | None) -> str:

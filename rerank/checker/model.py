@@ -138,7 +138,7 @@ class CrossEncoder:
         """p(premise supports claim) per pair, batched by length."""
         import torch
 
-        from ..alignment import length_batches
+        from ..batching import length_batches
 
         out = [0.0] * len(premises)
         lengths = [len(p) + len(c) for p, c in zip(premises, claims)]
