@@ -31,19 +31,9 @@ DEMO = Path(__file__).resolve().parents[1] / "evenhand" / "data" / "demo.jsonl"
 
 def _session(sid: int) -> dict[int, str]:
     """pid -> command line of every live, non-zombie process of session ``sid``."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
-            found[int(entry.name)] = cmd
-    return found
+    from tests.test_child_cleanup import session_members
+
+    return dict(session_members(sid))
 
 
 def test_ctrl_c_ends_the_vllm_engine_processes(tmp_path):

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from ...evaluation.data.schema import Example
-from ...evaluation.text.sentences import split_sentences
+from ...evaluation.text.sentences import split_sentences, word_blocks
 from .lexicon import MAJORITY, RATING_RANGES, group_aliases
 
 _CLAUSE = re.compile(
@@ -92,19 +92,7 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
     >>> windows("One two. Three four. Five six.", words=4)
     ['One two. Three four.', 'Five six.']
     """
-    out: list[str] = []
-    current: list[str] = []
-    count = 0
-    for sentence in split_sentences(text) or [text]:
-        n = len(sentence.split())
-        if current and count + n > words:
-            out.append(" ".join(current))
-            current, count = [], 0
-        current.append(sentence)
-        count += n
-    if current:
-        out.append(" ".join(current))
-    return out
+    return word_blocks(split_sentences(text) or [text], words + 1)  # blocks of at most ``words`` words
 
 
 def aggregate(doc_support: Sequence[float], majority: bool) -> float:
