@@ -495,10 +495,7 @@ def load_generator(
     if base_name is not None:
         model = load_adapter(model, name_or_path)
     model.to(device).eval()
-    tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
-    if not config.is_encoder_decoder:
-        tokenizer.padding_side = "left"
-    return model, tokenizer
+    return model, _generator_tokenizer(base, path, config)
 
 
 def _refuse_server_url(name_or_path: str) -> None:
@@ -528,6 +525,14 @@ def _generator_source(name_or_path: str) -> tuple[str | None, str, str, Any]:
     return base_name, base, path, AutoConfig.from_pretrained(path, local_files_only=offline())
 
 
+def _generator_tokenizer(base: str, path: str, config: Any) -> Any:
+    """The generator's tokenizer (an embedded alias's own; left padding for decoder-only models)."""
+    tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
+    if not config.is_encoder_decoder:
+        tokenizer.padding_side = "left"
+    return tokenizer
+
+
 def load_context_probe(name_or_path: str = SMOLLM2) -> tuple[Any, Any]:
     """``(probe, tokenizer)`` of a generator without its weights: ``probe.config`` is the model's config.
 
@@ -538,10 +543,7 @@ def load_context_probe(name_or_path: str = SMOLLM2) -> tuple[Any, Any]:
     from types import SimpleNamespace
 
     _, base, path, config = _generator_source(name_or_path)
-    tokenizer = load_tokenizer(base) if ALIASES.get(base) else load_tokenizer(path)
-    if not config.is_encoder_decoder:
-        tokenizer.padding_side = "left"
-    return SimpleNamespace(config=config), tokenizer
+    return SimpleNamespace(config=config), _generator_tokenizer(base, path, config)
 
 
 def tiny_model(
