@@ -94,4 +94,4 @@ gpu-check:
 		$(GPU_PY) -m benchmarks.gpu_check --device $(DEVICE) $(GPU_ARGS)
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache .pycache

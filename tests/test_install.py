@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,17 @@ def test_the_portable_llama_flags_turn_native_tuning_avx512_and_amx_off():
     for off in ("GGML_NATIVE", "GGML_AVX512", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16"):
         assert f"-D{off}=OFF" in flags
     assert "-DGGML_AVX2=ON" in flags
+
+
+def test_the_llama_build_includes_the_hook_and_its_key_reads_the_hook_not_the_path(monkeypatch):
+    mod = _install()
+    monkeypatch.delenv("LLAMA_CMAKE_ARGS", raising=False)
+    flags, keyed = mod.llama_flags()
+    assert flags.startswith(mod.LLAMA_CMAKE_ARGS + " -DCMAKE_PROJECT_INCLUDE=")
+    assert shlex.split(flags)[-1] == f"-DCMAKE_PROJECT_INCLUDE={mod.LLAMA_HOOK}" and mod.LLAMA_HOOK.is_file()
+    assert "set(LLAMA_BUILD_COMMON OFF)" in keyed and str(ROOT) not in keyed  # same key in every clone
+    monkeypatch.setenv("LLAMA_CMAKE_ARGS", "-DGGML_NATIVE=OFF")
+    assert mod.llama_flags()[0].startswith("-DGGML_NATIVE=OFF -DCMAKE_PROJECT_INCLUDE=")
 
 
 def test_the_servers_advice_names_flags_the_installer_uses():

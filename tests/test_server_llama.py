@@ -47,6 +47,9 @@ def test_the_library_carries_no_native_cpu_tuning():
     features = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in info.split("|")) if v}
     assert features.get("AVX2") == "1", info  # the portable baseline is there
     assert not [k for k in features if "AVX512" in k or "AMX" in k], info
+    # tools/llama_no_common.cmake left llama.cpp's unused `common` library out of the build
+    libs = sorted(p.name for p in (Path(llama_cpp.__file__).parent / "lib").iterdir())
+    assert any(n.startswith("libllama.so") for n in libs) and not any("common" in n for n in libs), libs
 
 
 def _evenhand(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

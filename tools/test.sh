@@ -14,6 +14,13 @@ VENV=${VENV:-.venv}
 VLLM_VENV=${VLLM_VENV:-.venv-vllm}
 PYTHON=${PYTHON:-python3}
 MAKE=${MAKE:-make}
+# Bytecode: uv installs no .pyc files (pip compiles them at install), and where
+# PYTHONDONTWRITEBYTECODE is set (this CI machine sets it) Python never writes them either, so
+# every test process compiled torch, transformers and vLLM from source again: measured 4.3 vs
+# 2.2 CPU-s to import evenhand's CLI, 36 vs 22 CPU-s for a vLLM engine start. The tests write
+# the files of the modules they import once, under .pycache/ (never beside the sources).
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.pycache}"
+unset PYTHONDONTWRITEBYTECODE
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 
