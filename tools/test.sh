@@ -14,6 +14,11 @@ VENV=${VENV:-.venv}
 VLLM_VENV=${VLLM_VENV:-.venv-vllm}
 PYTHON=${PYTHON:-python3}
 MAKE=${MAKE:-make}
+# Threads: one per process. The two chains and the llama.cpp build share 2 cores, and torch's
+# default (a thread per core) then spins and waits at every small op: measured under that load,
+# one in-process `generate --fair-beam` of 6 examples with the tiny test model took 7.0 CPU-s
+# and 13-14 s with 2 threads, 0.6-1.0 CPU-s and 1.5-1.9 s with 1.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # Bytecode: uv installs no .pyc files (pip compiles them at install), and where
 # PYTHONDONTWRITEBYTECODE is set (this CI machine sets it) Python never writes them either, so
 # every test process compiled torch, transformers and vLLM from source again: measured 4.3 vs
