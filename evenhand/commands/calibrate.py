@@ -169,6 +169,7 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     sources = [data.sources[i] for i in groups]
     raw: dict[str, list[float]] = {}
     stored: dict[str, dict[str, object]] = {}
+    backends: dict[str, str] = {}
     for name in names:
         scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
         raw[name] = scorer.score(sources, data.summaries)
@@ -176,6 +177,9 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
         stored[name] = {k: v for k, v in options[name].items() if k not in ("batch_size", "device")}
         if getattr(scorer.config, "model", None):
             stored[name]["model"] = scorer.config.model
+        if scorer.backend_label:  # the model behind the scores; a cache folder by its name (the checker's key)
+            label = Path(scorer.backend_label)
+            backends[name] = label.name if label.is_absolute() else scorer.backend_label
 
     def stats(scores: object) -> dict[str, list[float]]:
         result = meta_evaluate(scores, truth, groups, args.n_bootstrap, args.seed)  # type: ignore[arg-type]
@@ -191,7 +195,7 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     calibration.meta = {
         "data": Path(args.data).name, "summaries": len(truth), "sources": len(set(groups)),
         "folds": args.folds, "seed": args.seed, "alpha_choice": args.alpha,
-        **({"fixed_weights": fixed} if fixed else {}),
+        **({"fixed_weights": fixed} if fixed else {}), "backends": backends,
         "cross_validated": cv, "single_scorers": single, "evenhand": evenhand.__version__,
     }
     write_json(args.out, calibration.to_dict())
