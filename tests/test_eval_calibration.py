@@ -30,6 +30,42 @@ def test_ridge_matches_hand_computed_values() -> None:
     assert w.tolist() == pytest.approx([1.0]) and b == pytest.approx(2.0)
 
 
+def test_fixed_weights_fit_the_rest_to_the_residual() -> None:
+    # z-scores equal the raw values (means 0, std 1); unconstrained, y = 3 + 2 z1 + 1 z2 exactly
+    x1, x2 = np.array([-1.0, -1.0, 1.0, 1.0]), np.array([-1.0, 1.0, -1.0, 1.0])
+    y = np.array([0.0, 2.0, 4.0, 6.0])
+    groups = [0, 1, 2, 3]
+    free = fit_calibration({"a": x1, "b": x2}, y, groups, "t", alpha=0.0)
+    assert [free.weights["a"], free.weights["b"], free.intercept] == pytest.approx([2.0, 1.0, 3.0])
+    # b held at 0.5: residual y - 0.5 z2 = (0.5, 1.5, 4.5, 5.5); w_a = z1'r_c / z1'z1 = 8 / 4; b = mean r = 3
+    cal = fit_calibration({"a": x1, "b": x2}, y, groups, "t", alpha=0.0, fixed={"b": 0.5})
+    assert [cal.weights["a"], cal.weights["b"], cal.intercept] == pytest.approx([2.0, 0.5, 3.0])
+    assert cal.scorers == ["a", "b"]
+    # ridge shrinks only the free weight: 8 / (4 + 4)
+    cal = fit_calibration({"a": x1, "b": x2}, y, groups, "t", alpha=4.0, fixed={"b": 0.5})
+    assert [cal.weights["a"], cal.weights["b"], cal.intercept] == pytest.approx([1.0, 0.5, 3.0])
+    # every weight fixed: only the intercept is fitted, the mean residual 3 - 0 - 0
+    cal = fit_calibration({"a": x1, "b": x2}, y, groups, "t", alpha=0.0, fixed={"a": -1.0, "b": 0.5})
+    assert [cal.weights["a"], cal.weights["b"], cal.intercept] == pytest.approx([-1.0, 0.5, 3.0])
+    with pytest.raises(ValueError, match="not features"):
+        fit_calibration({"a": x1}, y, groups, "t", fixed={"b": 0.5})
+
+
+def test_cross_validation_keeps_fixed_weights_in_every_fold() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=40), rng.normal(size=40)
+    y = a + 0.1 * rng.normal(size=40)
+    groups = np.repeat(np.arange(8), 5).tolist()
+    # b fixed at 5 dominates every fold's prediction, so out-of-fold predictions follow b, not y
+    pred = cross_validate({"a": a, "b": b}, y, groups, alpha=0.0, folds=4, fixed={"b": 5.0})
+    free = cross_validate({"a": a, "b": b}, y, groups, alpha=0.0, folds=4)
+    assert np.corrcoef(pred, b)[0, 1] > 0.95 and np.corrcoef(free, y)[0, 1] > 0.95
+    fold = fold_of_groups(groups, 4, 0)
+    test = fold == 0
+    cal = fit_calibration({"a": a[~test], "b": b[~test]}, y[~test], [], "t", alpha=0.0, fixed={"b": 5.0})
+    assert pred[test].tolist() == pytest.approx(cal.predict({"a": a[test], "b": b[test]}).tolist())
+
+
 def test_rank_transform_is_the_interpolated_distribution_function() -> None:
     t = {"quantiles": [0.0, 1.0, 2.0, 4.0]}
     x = np.array([-5.0, 0.0, 0.5, 2.0, 3.0, 4.0, 9.0])
@@ -134,6 +170,13 @@ def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, cap
     cal = json.loads(out.read_text())
     assert cal["target"] == "coverage" and cal["scorers"] == ["rouge-l-recall", "rouge-l-precision"]
     assert cal["meta"]["summaries"] == 18 and cal["meta"]["sources"] == 6
+    assert "fixed_weights" not in cal["meta"]
+    fixed_out = tmp_path / "fixed.json"
+    assert main([*args[:8], str(fixed_out), *args[9:], "--fix", "rouge-l-precision=0.2"]) == 0
+    assert "rouge-l-precision +0.200 (fixed)" in capsys.readouterr().out
+    fixed = json.loads(fixed_out.read_text())
+    assert fixed["weights"]["rouge-l-precision"] == 0.2 and fixed["meta"]["fixed_weights"] == {"rouge-l-precision": 0.2}
+    assert fixed["weights"]["rouge-l-recall"] != cal["weights"]["rouge-l-recall"]
     scorer = get_scorer(f"calibrated:{out}", progress=False)
     full, short, alien = scorer.score(["The council cut the bus budget. Riders protested. Fares rose."] * 3, [
         "The council cut the bus budget, riders protested and fares rose.",
@@ -161,6 +204,8 @@ def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, cap
         (["--alpha", "-1"], "--alpha must be"),
         (["--folds", "1"], "--folds must be an int >= 2"),
         (["--out", "cal.txt"], "--out must be a .json"),
+        (["--fix", "checker=0.1"], "--fix names 'checker', which is not in --scorers"),
+        (["--fix", "rouge-l-recall=high"], "--fix must be NAME=WEIGHT"),
     ],
 )
 def test_calibrate_rejects_bad_flags_before_touching_files(tmp_path: Path, capsys, extra, message) -> None:

@@ -16,7 +16,10 @@ where t_j normalizes feature j with statistics of the fitting data only:
   (faithfulness ρ 0.502 vs 0.486, coverage 0.575 vs 0.546; docs/reranking.md).
 
 Weights are ridge regression (closed form, intercept unpenalized) of the
-target on the normalized features. The ridge strength is chosen from
+target on the normalized features. ``fixed={name: w}`` holds some weights at
+given values (chosen on other data, e.g. a contradiction set that the target
+does not see): the other weights and the intercept are then the ridge fit of
+the residual ``y − Σ_fixed w_j·t_j(x_j)`` on the free features. The ridge strength is chosen from
 ``ALPHAS`` by grouped cross-validation on the fitting data (Spearman ρ of the
 out-of-fold predictions); ``alpha=`` fixes it instead. Both are deterministic.
 
@@ -207,6 +210,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 def fit_calibration(
     raw: Mapping[str, Sequence[float] | np.ndarray], truth: Sequence[float] | np.ndarray, groups: Sequence[Any], target: str,
     normalize: str = "zscore", alpha: float | None = None, inner_folds: int = 5, seed: int = 0,
+    fixed: Mapping[str, float] | None = None,
 ) -> Calibration:
     """Fit a calibration of the scorers in ``raw`` (name -> raw scores) to ``truth``.
 
@@ -219,6 +223,8 @@ def fit_calibration(
         alpha: a fixed ridge strength, or None to choose from ``ALPHAS`` by
             grouped ``inner_folds``-fold cross-validation.
         seed: seed of the fold assignment.
+        fixed: weights held at these values (scorer name -> weight on its
+            normalized feature); the rest are fitted to the residual.
     """
     if normalize not in NORMALIZATIONS:
         raise ValueError(f"`normalize` must be one of {NORMALIZATIONS}, got {normalize!r}")
@@ -232,21 +238,34 @@ def fit_calibration(
             raise ValueError(f"scorer {s!r} has {x.size} scores for {y.size} summaries")
         if not np.isfinite(x).all():
             raise DataError(f"scorer {s!r} gave non-finite scores; it cannot be calibrated")
+    fixed = dict(fixed or {})
+    unknown = sorted(set(fixed) - set(names))
+    if unknown:
+        raise ValueError(f"`fixed` names scorer(s) {unknown} that are not features ({', '.join(names)})")
+    if not all(np.isfinite(v) for v in fixed.values()):
+        raise ValueError(f"`fixed` weights must be finite numbers, got {fixed}")
     if alpha is None:
-        alpha = _select_alpha(cols, y, list(groups), normalize, inner_folds, seed)
+        alpha = _select_alpha(cols, y, list(groups), normalize, inner_folds, seed, fixed)
     elif alpha < 0:
         raise ValueError(f"`alpha` must be non-negative, got {alpha}")
     transforms = {s: _fit_transform(x, normalize) for s, x in cols.items()}
-    z = np.stack([_transform(cols[s], normalize, transforms[s]) for s in names], axis=1)
-    w, b = ridge(z, y, alpha)
+    z = {s: _transform(cols[s], normalize, transforms[s]) for s in names}
+    free = [s for s in names if s not in fixed]
+    residual = y - sum((fixed[s] * z[s] for s in fixed), np.zeros_like(y))
+    if free:
+        w, b = ridge(np.stack([z[s] for s in free], axis=1), residual, alpha)
+    else:
+        w, b = np.zeros(0), float(residual.mean())
+    weights = {**{s: float(v) for s, v in zip(free, w)}, **{s: float(fixed[s]) for s in fixed}}
     return Calibration(
         target=target, scorers=names, normalize=normalize, transforms=transforms,
-        weights={s: float(v) for s, v in zip(names, w)}, intercept=b, alpha=float(alpha),
+        weights={s: weights[s] for s in names}, intercept=b, alpha=float(alpha),
     )
 
 
 def _select_alpha(
-    cols: dict[str, np.ndarray], y: np.ndarray, groups: list[Any], normalize: str, folds: int, seed: int
+    cols: dict[str, np.ndarray], y: np.ndarray, groups: list[Any], normalize: str, folds: int, seed: int,
+    fixed: Mapping[str, float] | None = None,
 ) -> float:
     folds = min(folds, len(set(groups)))
     if folds < 2:
@@ -258,7 +277,7 @@ def _select_alpha(
         for k in range(folds):
             test = fold == k
             cal = fit_calibration(
-                {s: x[~test] for s, x in cols.items()}, y[~test], [], "", normalize, alpha
+                {s: x[~test] for s, x in cols.items()}, y[~test], [], "", normalize, alpha, fixed=fixed
             )
             pred[test] = cal.predict({s: x[test] for s, x in cols.items()})
         rho = _spearman(pred, y)
@@ -270,8 +289,10 @@ def _select_alpha(
 def cross_validate(
     raw: Mapping[str, Sequence[float] | np.ndarray], truth: Sequence[float] | np.ndarray, groups: Sequence[Any],
     normalize: str = "zscore", alpha: float | None = None, folds: int = 5, seed: int = 0,
+    fixed: Mapping[str, float] | None = None,
 ) -> np.ndarray:
-    """Out-of-fold predictions: each source's from a calibration fitted without its fold (nested)."""
+    """Out-of-fold predictions: each source's from a calibration fitted without its fold (nested);
+    ``fixed`` weights stay fixed in every fold (see ``fit_calibration``)."""
     y = np.asarray(truth, float)
     groups = list(groups)
     fold = fold_of_groups(groups, folds, seed)
@@ -281,7 +302,7 @@ def cross_validate(
         train_groups = [g for g, t in zip(groups, test) if not t]
         cal = fit_calibration(
             {s: np.asarray(x, float)[~test] for s, x in raw.items()}, y[~test], train_groups, "",
-            normalize, alpha, seed=seed,
+            normalize, alpha, seed=seed, fixed=fixed,
         )
         pred[test] = cal.predict({s: np.asarray(x, float)[test] for s, x in raw.items()})
     return pred

@@ -47,12 +47,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--alpha", default="auto",
         help="Ridge strength, or 'auto' to choose it by grouped cross-validation (default).",
     )
+    parser.add_argument(
+        "--fix", default="",
+        help="Hold weights at given values, NAME=W[,NAME=W] (weight on the normalized feature, chosen on "
+        "other data, e.g. a contradiction set); the other weights are fitted to the rest (default: none).",
+    )
     parser.add_argument("--folds", type=int, default=5, help="Source folds for cross-validation (default: 5).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N sources.")
     parser.add_argument("--n-bootstrap", type=int, default=1000, help="Bootstrap draws for the intervals.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the folds and the bootstrap.")
     parser.add_argument("--device", default=None, help="cpu, cuda... for model-backed scorers.")
     add_scorer_options(parser)
+
+
+def parse_fixed(text: str, names: list[str]) -> dict[str, float]:
+    """``--fix NAME=W[,NAME=W]`` as {name: weight}; every name must be one of ``names``.
+
+    >>> parse_fixed("checker=0.1", ["lm-pmi", "checker"])
+    {'checker': 0.1}
+    """
+    import math
+
+    from evenhand.evaluation.errors import DataError
+
+    fixed: dict[str, float] = {}
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        name, _, value = item.rpartition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = math.nan
+        if not name or not math.isfinite(weight):
+            raise DataError(f"--fix must be NAME=WEIGHT[,NAME=WEIGHT] with finite weights, got {item!r}")
+        if name not in names:
+            raise DataError(f"--fix names {name!r}, which is not in --scorers ({', '.join(names)})")
+        if name in fixed:
+            raise DataError(f"--fix names {name!r} twice")
+        fixed[name] = weight
+    return fixed
 
 
 def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
@@ -86,6 +118,7 @@ def _check(args: argparse.Namespace) -> tuple[list[str], float | None]:
             alpha = -1.0
         if not (alpha >= 0 and math.isfinite(alpha)):
             raise DataError(f"--alpha must be 'auto' or a finite non-negative number, got {args.alpha!r}")
+    parse_fixed(args.fix, names)
     check_count(args.folds, "--folds", low=2)
     check_count(args.n_bootstrap, "--n-bootstrap")
     check_count(args.limit, "--limit", high=10**9, none_ok=True)
@@ -136,6 +169,7 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     sources = [data.sources[i] for i in groups]
     raw: dict[str, list[float]] = {}
     stored: dict[str, dict[str, object]] = {}
+    backends: dict[str, str] = {}
     for name in names:
         scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
         raw[name] = scorer.score(sources, data.summaries)
@@ -143,19 +177,25 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
         stored[name] = {k: v for k, v in options[name].items() if k not in ("batch_size", "device")}
         if getattr(scorer.config, "model", None):
             stored[name]["model"] = scorer.config.model
+        if scorer.backend_label:  # the model behind the scores; a cache folder by its name (the checker's key)
+            label = Path(scorer.backend_label)
+            backends[name] = label.name if label.is_absolute() else scorer.backend_label
 
     def stats(scores: object) -> dict[str, list[float]]:
         result = meta_evaluate(scores, truth, groups, args.n_bootstrap, args.seed)  # type: ignore[arg-type]
         return {k: [v.value, v.low, v.high] for k, v in result.items()}
 
     single = {name: stats(raw[name]) for name in names}
-    oof = cross_validate(raw, truth, groups, args.normalize, alpha, args.folds, args.seed)
+    fixed = parse_fixed(args.fix, names)
+    oof = cross_validate(raw, truth, groups, args.normalize, alpha, args.folds, args.seed, fixed=fixed)
     cv = stats(oof)
-    calibration = fit_calibration(raw, truth, groups, args.target, args.normalize, alpha, seed=args.seed)
+    calibration = fit_calibration(
+        raw, truth, groups, args.target, args.normalize, alpha, seed=args.seed, fixed=fixed)
     calibration.scorer_options = stored
     calibration.meta = {
         "data": Path(args.data).name, "summaries": len(truth), "sources": len(set(groups)),
         "folds": args.folds, "seed": args.seed, "alpha_choice": args.alpha,
+        **({"fixed_weights": fixed} if fixed else {}), "backends": backends,
         "cross_validated": cv, "single_scorers": single, "evenhand": evenhand.__version__,
     }
     write_json(args.out, calibration.to_dict())
@@ -169,7 +209,7 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
         print(f"{name:<28} {cell(single[name]['spearman']):>22} {cell(single[name]['winrate']):>22}")
     label = f"calibrated ({args.folds}-fold CV)"
     print(f"{label:<28} {cell(cv['spearman']):>22} {cell(cv['winrate']):>22}")
-    weights = ", ".join(f"{n} {w:+.3f}" for n, w in calibration.weights.items())
+    weights = ", ".join(f"{n} {w:+.3f}{' (fixed)' if n in fixed else ''}" for n, w in calibration.weights.items())
     print(f"weights ({args.normalize} features, alpha {calibration.alpha:g}): {weights}; "
           f"intercept {calibration.intercept:+.3f}")
     print(f"wrote {args.out}; use it as --scorers calibrated:{args.out}")
