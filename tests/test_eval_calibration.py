@@ -171,6 +171,9 @@ def test_calibrate_cli_fits_writes_and_is_usable_as_a_scorer(tmp_path: Path, cap
     assert cal["target"] == "coverage" and cal["scorers"] == ["rouge-l-recall", "rouge-l-precision"]
     assert cal["meta"]["summaries"] == 18 and cal["meta"]["sources"] == 6
     assert "fixed_weights" not in cal["meta"]
+    from evenhand.commands.calibrate import parse_fixed
+
+    assert parse_fixed("none", ["checker"]) == {} and parse_fixed("checker=0.1", ["checker"]) == {"checker": 0.1}
     fixed_out = tmp_path / "fixed.json"
     assert main([*args[:8], str(fixed_out), *args[9:], "--fix", "rouge-l-precision=0.2"]) == 0
     assert "rouge-l-precision +0.200 (fixed)" in capsys.readouterr().out

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Ridge strength, or 'auto' to choose it by grouped cross-validation (default).",
     )
     parser.add_argument(
-        "--fix", default="",
+        "--fix", default="none",
         help="Hold weights at given values, NAME=W[,NAME=W] (weight on the normalized feature, chosen on "
         "other data, e.g. a contradiction set); the other weights are fitted to the rest (default: none).",
     )
@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_fixed(text: str, names: list[str]) -> dict[str, float]:
-    """``--fix NAME=W[,NAME=W]`` as {name: weight}; every name must be one of ``names``.
+    """``--fix NAME=W[,NAME=W]`` as {name: weight} (``none``: no weight held); every name must be
+    one of ``names``.
 
     >>> parse_fixed("checker=0.1", ["lm-pmi", "checker"])
     {'checker': 0.1}
@@ -71,6 +72,8 @@ def parse_fixed(text: str, names: list[str]) -> dict[str, float]:
     from evenhand.evaluation.errors import DataError
 
     fixed: dict[str, float] = {}
+    if text.strip().lower() == "none":
+        return fixed
     for item in (x.strip() for x in text.split(",") if x.strip()):
         name, _, value = item.rpartition("=")
         try:
