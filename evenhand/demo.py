@@ -170,15 +170,14 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
     return chosen
 
 
-def evenhand_summary(
+def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
-    floor_scorers: dict[str, Any] | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
-    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
+) -> list[dict[str, Any]]:
+    """The evenhand column's candidates, unscored: fair beam per β and N sampled candidates under
+    the constraints, then the plain summary (recipe ``beam``); each ``{"text", "recipe", "index"}``."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
-    from evenhand.rerank.reranker import RerankConfig, Reranker, score_and_select
+    from evenhand.rerank.reranker import RerankConfig, Reranker
 
     shared: dict[str, Any] = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
@@ -205,6 +204,18 @@ def evenhand_summary(
         for cand in reranker.candidates([example])[0]:
             candidates.append({**cand, "index": len(candidates)})
     candidates.append({"text": plain, "recipe": "beam", "index": len(candidates)})
+    return candidates
+
+
+def evenhand_summary(
+    model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
+    floor_scorers: dict[str, Any] | None = None,
+) -> tuple[str, list[dict[str, Any]]]:
+    """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
+    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
+    from evenhand.rerank.reranker import score_and_select
+
+    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain)
     best = score_and_select(example, candidates, composite, config.floors, floor_scorers)
     candidates[best]["kept"] = True
     return candidates[best]["text"], candidates
