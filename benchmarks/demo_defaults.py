@@ -46,9 +46,12 @@ BETAS = (1.0, 3.0)
 SAMPLED = 3
 #: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
 COMPONENTS = ("calibrated:coverage", "calibrated:faithfulness", "equal-coverage")
-#: Floors the grid tries: name -> margin (the default floors, plus a checker floor at two margins).
+#: Floors the grid tries: name -> margin (the default floors, plus a checker floor at two margins,
+#: and the fluency floor without the coverage floor).
 FLOOR_GRID: dict[str, dict[str, float]] = {
     "default": {"fluency": 0.5, "calibrated:coverage": 0.1},
+    "fluency": {"fluency": 0.5},
+    "fluency+checker=0": {"fluency": 0.5, "checker": 0.0},
     "default+checker=0": {"fluency": 0.5, "calibrated:coverage": 0.1, "checker": 0.0},
     "default+checker=0.05": {"fluency": 0.5, "calibrated:coverage": 0.1, "checker": 0.05},
 }
@@ -138,8 +141,9 @@ def format_table(table: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def generate_rows(examples: Sequence[Any], out: Path) -> list[dict[str, Any]]:
-    """Decode and score every candidate not yet in ``out`` (appended per example and steering)."""
+def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:
+    """Decode and score every candidate not yet in ``out`` (appended per example and steering);
+    ``lambda_samples`` sampled candidates under λ4 (0: its fair beams only, its N>0 settings left out)."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
@@ -167,7 +171,8 @@ def generate_rows(examples: Sequence[Any], out: Path) -> list[dict[str, Any]]:
             plains[ex.id] = generate(engine, engine.tokenizer, [ex], config, progress=False)[0]
             cands = [{"text": plains[ex.id], "recipe": "beam"}]
         else:
-            config = DemoConfig(abstractiveness=STEERINGS[steer], fair_beams=BETAS, candidates=SAMPLED)
+            n = SAMPLED if STEERINGS[steer] is None else lambda_samples
+            config = DemoConfig(abstractiveness=STEERINGS[steer], fair_beams=BETAS, candidates=n)
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
                                         plains[ex.id])[:-1]  # the plain summary is its own row
         texts = [c["text"] for c in cands]
@@ -188,10 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Demo settings by measurement on dev sets.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first K dev sets.")
     parser.add_argument("--out", required=True, help="JSONL of scored candidates (appended, resumed).")
+    parser.add_argument("--lambda-samples", type=int, default=SAMPLED,
+                        help="Sampled candidates under λ4 (0: fair beams only; its N>0 settings are left out).")
     parser.add_argument("--table", default=None, help="Also write the per-setting table as CSV here.")
     args = parser.parse_args(argv)
     examples = dev_examples(args.limit)
-    rows = generate_rows(examples, Path(args.out))
+    rows = generate_rows(examples, Path(args.out), args.lambda_samples)
     table = summarize(rows, [ex.id for ex in examples])
     print(f"\n{len(examples)} dev sets: " + ", ".join(ex.id for ex in examples))
     print(format_table(table))

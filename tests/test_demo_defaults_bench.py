@@ -37,11 +37,12 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
     assert select(POOL, FLOOR_GRID["default+checker=0"]) == 2
     # margin 0.05 still excludes it (0.1 < 0.2 - 0.05)
     assert select(POOL, FLOOR_GRID["default+checker=0.05"]) == 2
+    assert select(POOL, FLOOR_GRID["fluency+checker=0"]) == 2
 
 
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
-    assert len(grid) == 2 * 2 * 3 * 3 and len({s["name"] for s in grid}) == len(grid)
+    assert len(grid) == 2 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
@@ -59,7 +60,7 @@ def test_summarize_counts_kept_and_worse_than_plain():
     rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
                  "uer": 0.3})
     table = {r["setting"]: r for r in summarize(rows, ["a"])}
-    assert len(table) == 36
+    assert len(table) == 60
     kept = table["none β{1} N0 default"]  # the fair beam is kept: checker 0.1 < plain 0.2, UER 0.1 < 0.3
     assert (kept["not_plain"], kept["checker_below_plain"], kept["lm_likelihood_below_plain"]) == (1, 1, 0)
     assert (kept["uer_below_plain"], kept["uer_above_plain"]) == (1, 0)
