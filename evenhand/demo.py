@@ -96,10 +96,10 @@ class DemoConfig:
 #: Why the demo's evenhand column decodes and selects as it does (one line; the sweep behind it:
 #: ``benchmarks/demo_defaults.py`` on dev sets, never the demo sets; docs/reranking.md).
 DEFAULTS_WHY = (
-    "dev sweep (benchmarks/demo_defaults.py, 3 checker-dev sets): without λ4 the kept summaries score checker "
-    "0.256 vs 0.251, lm-likelihood -1.590 vs -1.615, ROUGE-L precision 0.209 vs 0.196 (UER equal); no sampled "
-    "candidate was kept (9 of 9 fell 0.7-2.4 nats below plain's fluency), so none are drawn; β{1} and β{1,3} "
-    "kept the same; α 3 not re-swept; a checker floor (0 or 0.05) changed nothing there, so none"
+    "dev sweep (benchmarks/demo_defaults.py, 6 dev sets; plain: checker 0.241, UER 0.064): without λ4 the kept "
+    "summaries score checker 0.263 vs 0.254, ROUGE-L precision 0.271 vs 0.255, UER 0.062 vs 0.065 (lm-likelihood "
+    "-1.502 vs -1.491); β{1,3} beat β{1} (UER 0.062 vs 0.065); no sampled candidate was kept (18 of 18 fell "
+    "0.7-4.2 nats below plain's fluency), so none are drawn; a checker floor (0 or 0.05) changed nothing; α 3 kept"
 )
 
 
