@@ -1,93 +1,211 @@
-"""A small sweep behind the demo's defaults (issue 33): faithfulness and fairness of the fair-beam
-candidate per decoding setting, on FairSumm dev examples (never the bundled demo sets).
+"""The sweep behind the demo's defaults (issue 33): which decoding setting, fair beams β, candidate
+pool and floors make the evenhand column at least as faithful as plain and fairer, on DEV sets.
 
-Per example: the plain beam-search summary (4 beams), and per setting the demo's fair-beam
-candidate (4 beams, ``fair_beam`` β, group bonus α, ``ratio`` target) under the abstractiveness
-constraint λ_h (h = ``none``: no constraint; ``x<h>``: the extractiveness reward of the same h).
-Each summary is scored by the checker (what the reranking floor reads) and by checks not used to
-select: ``lm-likelihood`` (log p(summary | source) per token), ``rouge-l-precision`` against the
-source, Equal Coverage (−EC, higher is fairer) and FairSumm UER (lower is fairer). Rows go to
-``--out`` (JSONL, one per summary, appended and resumed); the table prints means per setting.
+Dev sets (never the bundled demo sets, which are evaluation data): the source sets of
+``benchmarks/data/checker_dev.jsonl`` (short, demo-like reviews and debates; the checker's rule
+tuning set, never its training data) and, where the shared data is present, FairSumm
+``amazon_gold-0`` and ``yelp_gold-0`` (~400 words each). ``--limit`` keeps the first K.
 
-    .venv/bin/python benchmarks/demo_defaults.py --limit 2 --out /tmp/demo_defaults.jsonl
+Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
+constraint; ``λ4``): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
+summary. Every candidate is scored once by the selection scorers (the demo's composite
+components and the fluency floor), by the checker (what a ``checker`` floor reads) and by checks
+never used to select: ``lm-likelihood`` (log p(summary | source) per token), ``rouge-l-precision``
+against the source and FairSumm UER (lower is fairer). Rows go to ``--out`` (JSONL, one per
+candidate, appended and resumed).
+
+Each setting (steering × β set × N × floors) is then a *selection* over those rows, exactly as the
+demo selects (composite of the min-max normalized components over the setting's pool, plain
+included; a candidate below plain by more than a floor's margin is not eligible), so no setting
+decodes twice. The table (``--table``, CSV) gives per setting: how many sets keep a non-plain
+summary, the kept summary's means, and on how many sets it is below plain on the checker and on
+lm-likelihood (less faithful) and above it on UER (less fair).
+
+    .venv/bin/python benchmarks/demo_defaults.py --out /tmp/dd.jsonl --table /tmp/dd.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "perspectivesumm" / "amazon_gold.json"
-#: name -> (h of λ_h or None; "x" prefix: extractiveness reward), α, β
-SETTINGS: dict[str, tuple[str | None, float, float]] = {
-    "λ4 α3 β1 (demo before)": ("4", 3.0, 1.0),
-    "no λ α3 β1": (None, 3.0, 1.0),
-    "no λ α1 β1": (None, 1.0, 1.0),
-    "λ4 α3 β3": ("4", 3.0, 3.0),
+ROOT = Path(__file__).resolve().parents[1]
+CHECKER_DEV = ROOT / "benchmarks" / "data" / "checker_dev.jsonl"
+SHARED = ROOT.parent / "shared" / "data" / "perspectivesumm"
+#: The checker-dev source sets swept, in order (demo-like: 5 short documents each).
+DEV_SOURCES = ("camping-tent", "pool-closure-debate", "dental-clinic", "pizza-delivery")
+FAIRSUMM = (("amazon_gold.json", 0), ("yelp_gold.json", 0))
+STEERINGS: dict[str, float | None] = {"none": None, "λ4": 4.0}
+BETAS = (1.0, 3.0)
+SAMPLED = 3
+#: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
+COMPONENTS = ("calibrated:coverage", "calibrated:faithfulness", "equal-coverage")
+#: Floors the grid tries: name -> margin (the default floors, plus a checker floor at two margins,
+#: and the fluency floor without the coverage floor).
+FLOOR_GRID: dict[str, dict[str, float]] = {
+    "default": {"fluency": 0.5, "calibrated:coverage": 0.1},
+    "fluency": {"fluency": 0.5},
+    "fluency+checker=0": {"fluency": 0.5, "checker": 0.0},
+    "default+checker=0": {"fluency": 0.5, "calibrated:coverage": 0.1, "checker": 0.0},
+    "default+checker=0.05": {"fluency": 0.5, "calibrated:coverage": 0.1, "checker": 0.05},
 }
-SCORERS = ("checker", "lm-likelihood", "rouge-l-precision", "equal-coverage")
+CHECKS = ("checker", "lm-likelihood", "rouge-l-precision")
+SCORERS = (*COMPONENTS, "fluency", *CHECKS)
 
 
-def setting_config(name: str, max_new_tokens: int, seed: int = 0) -> Any:
-    """The GenerateConfig of a setting (``plain``: beam search without steering)."""
+def dev_examples(limit: int | None = None) -> list[Any]:
+    """The dev sets in sweep order (checker-dev sources, then FairSumm where the shared data is)."""
+    from evenhand.evaluation.data.loaders import example_from_dict, load_fairsumm
+
+    sources: dict[str, Any] = {}
+    for line_no, line in enumerate(CHECKER_DEV.read_text(encoding="utf-8").splitlines(), 1):
+        source = json.loads(line)["source"]
+        sources.setdefault(source["id"], (source, line_no))
+    examples = [example_from_dict(sources[name][0], str(CHECKER_DEV), sources[name][1]) for name in DEV_SOURCES]
+    for name, index in FAIRSUMM:
+        if (SHARED / name).is_file():
+            examples.append(load_fairsumm(str(SHARED / name))[index])
+    return examples[:limit]
+
+
+def settings() -> list[dict[str, Any]]:
+    """The grid: steering × β set × sampled N × floors, each a dict with a readable ``name``."""
+    grid = []
+    for steer, betas, n, floors in itertools.product(STEERINGS, ((1.0,), BETAS), (0, 2, SAMPLED), FLOOR_GRID):
+        beta_text = ",".join(f"{b:g}" for b in betas)
+        grid.append({"name": f"{steer} β{{{beta_text}}} N{n} {floors}", "steer": steer, "betas": betas,
+                     "n": n, "floors": floors})
+    return grid
+
+
+def pool_recipes(setting: dict[str, Any]) -> list[str]:
+    """The recipes in a setting's pool, plain (``beam``) last, as the demo orders them."""
+    from evenhand.rerank.reranker import RerankConfig
+
+    sampled = RerankConfig(candidates=setting["n"]).plan() if setting["n"] else []
+    return [*(f"fair-beam β={b:g}" for b in setting["betas"]), *sampled, "beam"]
+
+
+def select(pool: Sequence[dict[str, Any]], floors: dict[str, float]) -> int:
+    """The index the demo keeps in ``pool`` (rows with raw scores; plain = recipe ``beam``)."""
+    from evenhand.rerank.reranker import select_best
+    from evenhand.rerank.scorers.composite import set_composite
+
+    composite = set_composite({c: [r[c] for r in pool] for c in COMPONENTS}, {c: 1.0 for c in COMPONENTS})
+    plain = next(i for i, r in enumerate(pool) if r["recipe"] == "beam")
+    eligible = [i == plain or all(r[f] >= pool[plain][f] - m for f, m in floors.items())
+                for i, r in enumerate(pool)]
+    return select_best(composite, eligible)
+
+
+def summarize(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Per setting: kept-not-plain count, means of the kept summaries, counts worse than plain."""
+    by = {(r["id"], r["steer"], r["recipe"]): r for r in rows}
+    table = []
+    for s in settings():
+        kept = []
+        for ex_id in ids:
+            keys = [(ex_id, "plain" if rec == "beam" else s["steer"], rec) for rec in pool_recipes(s)]
+            if not all(k in by for k in keys):
+                break
+            pool = [by[k] for k in keys]
+            kept.append((pool[select(pool, FLOOR_GRID[s["floors"]])], pool[-1]))
+        if len(kept) != len(ids) or not kept:
+            continue
+        row: dict[str, Any] = {"setting": s["name"], "sets": len(kept),
+                               "not_plain": sum(k["recipe"] != "beam" for k, _ in kept)}
+        for key in (*CHECKS, "uer"):
+            row[key] = sum(k[key] for k, _ in kept) / len(kept)
+        row["checker_below_plain"] = sum(k["checker"] < p["checker"] for k, p in kept)
+        row["lm_likelihood_below_plain"] = sum(k["lm-likelihood"] < p["lm-likelihood"] for k, p in kept)
+        row["uer_above_plain"] = sum(k["uer"] > p["uer"] for k, p in kept)
+        row["uer_below_plain"] = sum(k["uer"] < p["uer"] for k, p in kept)
+        table.append(row)
+    return table
+
+
+def format_table(table: Sequence[dict[str, Any]]) -> str:
+    """The table as aligned text."""
+    keys = [k for k in table[0] if k != "setting"]
+    width = max(len(r["setting"]) for r in table)
+    lines = [f"{'setting':{width}s} " + " ".join(f"{k:>10.10s}" for k in keys)]
+    for r in table:
+        lines.append(f"{r['setting']:{width}s} " + " ".join(
+            f"{r[k]:>10.3f}" if isinstance(r[k], float) else f"{r[k]:>10d}" for k in keys))
+    return "\n".join(lines)
+
+
+def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:
+    """Decode and score every candidate not yet in ``out`` (appended per example and steering);
+    ``lambda_samples`` sampled candidates under λ4 (0: its fair beams only, its N>0 settings left out)."""
     from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.base import open_engine
+    from evenhand.decoding.generate import generate
+    from evenhand.decoding.models import SMOLLM2
+    from evenhand.demo import DemoConfig, evenhand_candidates
+    from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.evaluation.scoring.report import Scored, evaluate
+    from evenhand.rerank.sharing import share_model
 
-    if name == "plain":
-        return GenerateConfig(max_new_tokens=max_new_tokens, seed=seed, num_beams=4)
-    h, alpha, beta = SETTINGS[name]
-    constraint: dict[str, Any] = {}
-    if h is not None:
-        constraint = {"extractiveness": float(h[1:])} if h.startswith("x") else {"abstractiveness": float(h)}
-    return GenerateConfig(max_new_tokens=max_new_tokens, seed=seed, num_beams=4, fairness="ratio",
-                          fairness_strength=alpha, fair_beam=beta, **constraint)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
+    done = {(r["id"], r["steer"]) for r in rows}
+    todo = [(ex, steer) for ex in examples for steer in ("plain", *STEERINGS) if (ex.id, steer) not in done]
+    if not todo:
+        return rows
+    engine = open_engine(SMOLLM2)
+    shared = engine.shared_model()
+    scorers = {name: get_scorer(name, progress=False) for name in SCORERS}
+    if shared is not None:
+        for scorer in scorers.values():
+            share_model(scorer, shared[0], shared[1], SMOLLM2)
+    plains: dict[str, str] = {r["id"]: r["text"] for r in rows if r["steer"] == "plain"}
+    for ex, steer in todo:
+        if steer == "plain":
+            config = GenerateConfig(max_new_tokens=72, seed=0, num_beams=4)
+            plains[ex.id] = generate(engine, engine.tokenizer, [ex], config, progress=False)[0]
+            cands = [{"text": plains[ex.id], "recipe": "beam"}]
+        else:
+            n = SAMPLED if STEERINGS[steer] is None else lambda_samples
+            config = DemoConfig(abstractiveness=STEERINGS[steer], fair_beams=BETAS, candidates=n)
+            cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
+                                        plains[ex.id])[:-1]  # the plain summary is its own row
+        texts = [c["text"] for c in cands]
+        scores = {name: scorer.score([ex] * len(texts), texts) for name, scorer in scorers.items()}
+        uer = evaluate([Scored(f"{ex.id}#{i}", ex, t) for i, t in enumerate(texts)], ["fairsumm"]).rows
+        new = [{"id": ex.id, "steer": steer, "recipe": c["recipe"], "text": c["text"],
+                **{name: scores[name][i] for name in SCORERS}, "uer": float(uer[i]["fairsumm_uer"])}
+               for i, c in enumerate(cands)]
+        with out.open("a", encoding="utf-8") as f:  # one steering of one example at a time: resumable
+            f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in new))
+        rows += new
+        print(f"{ex.id} {steer}: " + "; ".join(f"{r['recipe']} checker {r['checker']:.3f} uer {r['uer']:.3f}"
+                                               for r in new), flush=True)
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Faithfulness and fairness per demo decoding setting.")
-    parser.add_argument("--data", default=str(DATA))
-    parser.add_argument("--limit", type=int, default=2)
-    parser.add_argument("--settings", default=",".join(SETTINGS), help="Comma-separated setting names.")
-    parser.add_argument("--max-new-tokens", type=int, default=72)
-    parser.add_argument("--out", required=True)
+    parser = argparse.ArgumentParser(description="Demo settings by measurement on dev sets.")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first K dev sets.")
+    parser.add_argument("--out", required=True, help="JSONL of scored candidates (appended, resumed).")
+    parser.add_argument("--lambda-samples", type=int, default=SAMPLED,
+                        help="Sampled candidates under λ4 (0: fair beams only; its N>0 settings are left out).")
+    parser.add_argument("--table", default=None, help="Also write the per-setting table as CSV here.")
     args = parser.parse_args(argv)
-    if not Path(args.data).is_file():
-        print(f"skipped: {args.data} is absent (shared data)")
-        return 0
-    from evenhand.decoding.generate import generate
-    from evenhand.decoding.models import load_generator
-    from evenhand.evaluation.data.loaders import load_fairsumm
-    from evenhand.evaluation.scoring.registry import get_scorer
-    from evenhand.evaluation.scoring.report import Scored, evaluate
+    examples = dev_examples(args.limit)
+    rows = generate_rows(examples, Path(args.out), args.lambda_samples)
+    table = summarize(rows, [ex.id for ex in examples])
+    print(f"\n{len(examples)} dev sets: " + ", ".join(ex.id for ex in examples))
+    print(format_table(table))
+    if args.table:
+        from evenhand.evaluation.io.csv_file import write_csv
 
-    examples = load_fairsumm(args.data)[: args.limit]
-    names = ["plain", *[s for s in args.settings.split(",") if s]]
-    out = Path(args.out)
-    done = {(r["id"], r["setting"]): r for r in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
-    model, tok = load_generator()
-    scorers = {name: get_scorer(name, progress=False) for name in SCORERS}
-    for ex in examples:
-        for name in names:
-            if (ex.id, name) in done:
-                continue
-            (text,) = generate(model, tok, [ex], setting_config(name, args.max_new_tokens), progress=False)
-            row: dict[str, Any] = {"id": ex.id, "setting": name, "summary": text}
-            for sname, scorer in scorers.items():
-                row[sname] = scorer.score([ex], [text])[0]
-            row["uer"] = float(evaluate([Scored(ex.id, ex, text)], ["fairsumm"]).rows[0]["fairsumm_uer"])
-            with out.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            done[(ex.id, name)] = row
-            print(f"{ex.id} {name}: checker {row['checker']:.3f} uer {row['uer']:.3f}", flush=True)
-    keys = [*SCORERS, "uer"]
-    print(f"{'setting':26s} " + " ".join(f"{k:>17s}" for k in keys) + "  (means over examples)")
-    for name in names:
-        rows = [r for (_, s), r in done.items() if s == name]
-        if rows:
-            print(f"{name:26s} " + " ".join(f"{sum(r[k] for r in rows) / len(rows):>17.3f}" for k in keys))
+        write_csv(args.table, table)
     return 0
 
 

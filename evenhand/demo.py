@@ -8,7 +8,8 @@ prints them side by side:
   α, fair beam β ∈ ``fair_beams``, FairSumm ``ratio`` target), by default without
   the abstractiveness constraint λ_h (``DEFAULTS_WHY``: it cost faithfulness on the
   dev sweep; ``abstractiveness=4`` restores λ4), plus N candidates sampled with the paper's
-  recipes under the same processors, plus the plain summary itself, reranked by
+  recipes under the same processors (default N = 0: on the dev sweep no sample cleared
+  the fluency floor; ``--candidates N`` adds them), plus the plain summary itself, reranked by
   the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
   (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
   ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal
@@ -76,7 +77,7 @@ class DemoConfig:
     fair_beams: tuple[float, ...] = field(
         default=(1.0, 3.0), metadata={"help": "Fair beam search weights β, one candidate each."}
     )
-    candidates: int = field(default=2, metadata={"help": "Sampled candidates to rerank."})
+    candidates: int = field(default=0, metadata={"help": "Sampled candidates to rerank (0: none; DEFAULTS_WHY)."})
     scorers: list[str] = field(
         default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
         metadata={"help": "Components of the reranking composite."},
@@ -93,11 +94,12 @@ class DemoConfig:
 
 
 #: Why the demo's evenhand column decodes and selects as it does (one line; the sweep behind it:
-#: ``benchmarks/demo_defaults.py`` on FairSumm dev examples, never the demo sets; docs/reranking.md).
+#: ``benchmarks/demo_defaults.py`` on dev sets, never the demo sets; docs/reranking.md).
 DEFAULTS_WHY = (
-    "no λ4: on FairSumm dev (amazon_gold-0; a 1-example sweep) dropping it raised checker 0.147->0.183, "
-    "lm-likelihood -1.289->-1.232, ROUGE-L precision 0.440->0.542 and cut UER 0.055->0.033; α 3 kept (α 1 "
-    "lowered both checks); β, N not swept; no checker floor (dev half: no margin makes 80% of exclusions right)"
+    "dev sweep (benchmarks/demo_defaults.py, 6 dev sets; plain: checker 0.241, UER 0.064): without λ4 the kept "
+    "summaries score checker 0.263 vs 0.254, ROUGE-L precision 0.271 vs 0.255, UER 0.062 vs 0.065 (lm-likelihood "
+    "-1.502 vs -1.491); β{1,3} beat β{1} (UER 0.062 vs 0.065); no sampled candidate was kept (18 of 18 fell "
+    "0.7-4.2 nats below plain's fluency), so none are drawn; a checker floor (0 or 0.05) changed nothing; α 3 kept"
 )
 
 
@@ -170,15 +172,14 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
     return chosen
 
 
-def evenhand_summary(
+def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
-    floor_scorers: dict[str, Any] | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
-    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
+) -> list[dict[str, Any]]:
+    """The evenhand column's candidates, unscored: fair beam per β and N sampled candidates under
+    the constraints, then the plain summary (recipe ``beam``); each ``{"text", "recipe", "index"}``."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
-    from evenhand.rerank.reranker import RerankConfig, Reranker, score_and_select
+    from evenhand.rerank.reranker import RerankConfig, Reranker
 
     shared: dict[str, Any] = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
@@ -205,6 +206,18 @@ def evenhand_summary(
         for cand in reranker.candidates([example])[0]:
             candidates.append({**cand, "index": len(candidates)})
     candidates.append({"text": plain, "recipe": "beam", "index": len(candidates)})
+    return candidates
+
+
+def evenhand_summary(
+    model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
+    floor_scorers: dict[str, Any] | None = None,
+) -> tuple[str, list[dict[str, Any]]]:
+    """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
+    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
+    from evenhand.rerank.reranker import score_and_select
+
+    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain)
     best = score_and_select(example, candidates, composite, config.floors, floor_scorers)
     candidates[best]["kept"] = True
     return candidates[best]["text"], candidates
@@ -361,7 +374,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     examples = _pick(demo_examples(), args.example)
     check_count(args.max_new_tokens, "--max-new-tokens")
-    check_count(args.candidates, "--candidates")
+    check_count(args.candidates, "--candidates", low=0)  # 0: fair beams + plain only (the default)
     check_seed(args.seed, "--seed")
     if args.out:  # before the model loads: a minute of work is not lost to a bad --out
         check_demo_outputs(args.out)

@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser, "engine")
     parser.add_argument("--max-new-tokens", type=int, default=72, help="Summary length cap.")
     parser.add_argument(
-        "--candidates", type=int, default=3, help="Sampled candidates reranked with the fair beam one."
+        "--candidates", type=int, default=0,
+        help="Sampled candidates reranked with the fair beam ones (default 0: on the dev sweep none was kept).",
     )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "

@@ -1,0 +1,80 @@
+"""The demo-defaults sweep (issue 33): its offline selection equals the demo's rule on hand-set
+scores, its pools follow the demo's candidate order, and its table counts what it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.demo_defaults import (
+    FLOOR_GRID,
+    dev_examples,
+    pool_recipes,
+    select,
+    settings,
+    summarize,
+)
+
+
+def _row(recipe: str, cov: float, faith: float, ec: float, fluency: float, checker: float, **extra: float):
+    return {"recipe": recipe, "calibrated:coverage": cov, "calibrated:faithfulness": faith,
+            "equal-coverage": ec, "fluency": fluency, "checker": checker, **extra}
+
+
+# min-max over the pool: coverage [1/3, 1, 0], faithfulness [0, 1, 0.5], EC [1, 0, 0.5]
+# -> composites 4/9, 2/3, 1/3: the sample wins unless a floor excludes it
+POOL = [
+    _row("fair-beam β=1", 0.5, 0.2, -0.1, -2.0, 0.1),
+    _row("nucleus", 0.9, 0.6, -0.3, -3.0, 0.3),
+    _row("beam", 0.3, 0.4, -0.2, -2.2, 0.2),
+]
+
+
+def test_select_is_the_demo_rule_on_hand_set_scores():
+    assert select(POOL, {}) == 1
+    # fluency: the sample is 0.8 below plain (> 0.5) -> out; the fair beam is 0.2 above -> kept
+    assert select(POOL, FLOOR_GRID["default"]) == 0
+    # checker margin 0: the fair beam (0.1 < plain's 0.2) is out too -> plain
+    assert select(POOL, FLOOR_GRID["default+checker=0"]) == 2
+    # margin 0.05 still excludes it (0.1 < 0.2 - 0.05)
+    assert select(POOL, FLOOR_GRID["default+checker=0.05"]) == 2
+    assert select(POOL, FLOOR_GRID["fluency+checker=0"]) == 2
+
+
+def test_pools_follow_the_demo_order_and_the_grid_is_complete():
+    grid = settings()
+    assert len(grid) == 2 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    by_name = {s["name"]: s for s in grid}
+    assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
+        "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
+    assert pool_recipes(by_name["λ4 β{1} N2 default"]) == ["fair-beam β=1", "nucleus", "top-k", "beam"]
+    assert pool_recipes(by_name["λ4 β{1} N0 default"]) == ["fair-beam β=1", "beam"]
+
+
+def test_summarize_counts_kept_and_worse_than_plain():
+    rows = []
+    for steer in ("none", "λ4"):
+        for recipe, r in (("fair-beam β=1", POOL[0]), ("fair-beam β=3", POOL[0]), ("nucleus", POOL[1]),
+                          ("top-k", POOL[1]), ("hybrid", POOL[1])):
+            rows.append({**r, "id": "a", "steer": steer, "recipe": recipe, "lm-likelihood": -1.0,
+                         "rouge-l-precision": 0.5, "uer": 0.1})
+    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
+                 "uer": 0.3})
+    table = {r["setting"]: r for r in summarize(rows, ["a"])}
+    assert len(table) == 60
+    kept = table["none β{1} N0 default"]  # the fair beam is kept: checker 0.1 < plain 0.2, UER 0.1 < 0.3
+    assert (kept["not_plain"], kept["checker_below_plain"], kept["lm_likelihood_below_plain"]) == (1, 1, 0)
+    assert (kept["uer_below_plain"], kept["uer_above_plain"]) == (1, 0)
+    assert kept["checker"] == pytest.approx(0.1) and kept["uer"] == pytest.approx(0.1)
+    plain = table["none β{1} N0 default+checker=0"]  # the checker floor keeps plain
+    assert (plain["not_plain"], plain["checker_below_plain"], plain["uer"]) == (0, 0, pytest.approx(0.3))
+    assert summarize(rows, ["a", "missing"]) == []  # an unfinished set leaves no partial means
+
+
+def test_dev_sets_are_not_demo_sets():
+    from evenhand.demo import demo_examples
+
+    demo_texts = {d.text for ex in demo_examples() for d in ex.documents}
+    examples = dev_examples()
+    assert [ex.id for ex in examples[:4]] == ["camping-tent", "pool-closure-debate", "dental-clinic",
+                                              "pizza-delivery"]
+    assert all(d.text not in demo_texts for ex in examples for d in ex.documents)
