@@ -16,7 +16,8 @@ prints them side by side:
   Coverage, min-max normalized per set, equal weights; no candidate whose
   fluency or calibrated coverage is below the plain summary's by more than the
   floor's margin can win, so a fluent but empty "fair" candidate or an
-  incoherent sample cannot be kept). When nothing clears the floors and beats
+  incoherent sample cannot be kept, nor one whose checker score is below
+  plain's: one that contradicts the sources more). When nothing clears the floors and beats
   it, the plain summary is kept and both columns agree. The LLM judges are
   left out: SmolLM2-135M as a judge does not track the ground truth.
 
@@ -99,7 +100,8 @@ DEFAULTS_WHY = (
     "dev sweep (benchmarks/demo_defaults.py, 6 dev sets; plain: checker 0.241, UER 0.064): without λ4 the kept "
     "summaries score checker 0.263 vs 0.254, ROUGE-L precision 0.271 vs 0.255, UER 0.062 vs 0.065 (lm-likelihood "
     "-1.502 vs -1.491); β{1,3} beat β{1} (UER 0.062 vs 0.065); no sampled candidate was kept (18 of 18 fell "
-    "0.7-4.2 nats below plain's fluency), so none are drawn; a checker floor (0 or 0.05) changed nothing; α 3 kept"
+    "0.7-4.2 nats below plain's fluency), so none are drawn; α 3 kept; the checker floor at 0 (no candidate the checker rates below plain) is the issue's rule "
+    "and excluded nothing more there"
 )
 
 

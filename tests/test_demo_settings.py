@@ -22,7 +22,7 @@ def test_no_constraint_and_no_floors_are_said_so():
 def test_the_default_settings_line_is_what_the_dev_sweep_chose():
     assert settings_line(DemoConfig()) == (
         "evenhand settings: no λ, α=3, fair beam β∈{1,3}, 0 sampled candidates + plain, "
-        f"floors fluency=0.5,calibrated:coverage=0.1; why: {DEFAULTS_WHY}"
+        f"floors fluency=0.5,calibrated:coverage=0.1,checker=0; why: {DEFAULTS_WHY}"
     )
     assert "benchmarks/demo_defaults.py" in DEFAULTS_WHY
 
