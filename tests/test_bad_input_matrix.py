@@ -170,7 +170,7 @@ CASES = [
     # demo
     (["demo", "--example", "zzz"], "zzz"),
     (["demo", "--max-new-tokens", "0"], "--max-new-tokens"),
-    (["demo", "--candidates", "0"], "--candidates"),
+    (["demo", "--candidates", "-1"], "--candidates"),
     (["demo", "--model", "no-such-org/no-such-model"], "not found locally"),
 ]
 
