@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is a folder of the checkout
 
-from benchmarks.contradictions import DEV, KINDS, read_pairs, win  # noqa: E402
+from benchmarks.contradictions import DEV, KINDS, read_pairs, win_table  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "perspective_metric_eval" / (
     "controlled_summaries_dev.json")
@@ -43,13 +43,10 @@ GRID = (0.0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2)
 def pair_wins(predict: Any, pair_raw: dict[str, list[float]], kinds: Sequence[str]) -> dict[str, float]:
     """Wins (ties ½) per kind and in ``all`` of the calibration ``predict`` on the pairs, whose raw
     scores hold the faithful summaries first, then the contradicted ones."""
-    scores = predict(pair_raw)
+    scores = [float(s) for s in predict(pair_raw)]
     n = len(kinds)
-    per: dict[str, float] = {}
-    for kind, good, bad in zip(kinds, scores[:n], scores[n:]):
-        per[kind] = per.get(kind, 0.0) + win(float(good), float(bad))
-    per["all"] = sum(per.values())
-    return per
+    table = win_table([{"kind": k} for k in kinds], {"wins": list(zip(scores[:n], scores[n:]))})["wins"]
+    return {kind: won for kind, (won, _) in table.items()}
 
 
 def pick_weight(rows: Sequence[dict[str, Any]], min_wins: float, min_kind: float) -> float | None:
