@@ -94,14 +94,12 @@ def pool_recipes(setting: dict[str, Any]) -> list[str]:
 
 def select(pool: Sequence[dict[str, Any]], floors: dict[str, float]) -> int:
     """The index the demo keeps in ``pool`` (rows with raw scores; plain = recipe ``beam``)."""
-    from evenhand.rerank.reranker import select_best
+    from evenhand.rerank.reranker import below_floors, select_best
     from evenhand.rerank.scorers.composite import set_composite
 
     composite = set_composite({c: [r[c] for r in pool] for c in COMPONENTS}, {c: 1.0 for c in COMPONENTS})
     plain = next(i for i, r in enumerate(pool) if r["recipe"] == "beam")
-    eligible = [i == plain or all(r[f] >= pool[plain][f] - m for f, m in floors.items())
-                for i, r in enumerate(pool)]
-    return select_best(composite, eligible)
+    return select_best(composite, [not failed for failed in below_floors(pool, plain, floors)])
 
 
 def summarize(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[dict[str, Any]]:

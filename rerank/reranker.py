@@ -33,7 +33,7 @@ on restart (``evenhand.evaluation.io.resumable.ResumableJsonl``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,6 +296,20 @@ def build_floor_scorers(
     }
 
 
+def below_floors(
+    floor_scores: Sequence[Mapping[str, float]], plain: int, floors: Mapping[str, float]
+) -> list[list[str]]:
+    """Per candidate, the floors it fails (in ``floors`` order): those on which it scores below
+    the plain summary (index ``plain``, which fails none) by more than the floor's margin.
+
+    >>> below_floors([{"f": 1.0}, {"f": 0.4}, {"f": 0.6}], 0, {"f": 0.5})
+    [[], ['f'], []]
+    """
+    ref = floor_scores[plain]
+    return [[] if i == plain else [n for n, m in floors.items() if s[n] < ref[n] - m]
+            for i, s in enumerate(floor_scores)]
+
+
 def score_and_select(
     example: Example, candidates: list[dict[str, Any]], scorer: Scorer,
     floors: dict[str, float] | None = None, scorers: dict[str, Scorer] | None = None,
@@ -315,13 +329,14 @@ def score_and_select(
         if plain is None:
             raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
         scorers = scorers if scorers is not None else build_floor_scorers(scorer, floors)
-        for name, margin in floors.items():
+        for name in floors:
             values = scorers[name].score([example] * len(texts), texts)
-            for i, cand in enumerate(candidates):
-                cand.setdefault("floors", {})[name] = values[i]
-                if i != plain and values[i] < values[plain] - margin:
-                    eligible[i] = False
-                    cand.setdefault("below", []).append(name)
-        for cand, ok in zip(candidates, eligible):
-            cand["eligible"] = ok
+            for cand, value in zip(candidates, values):
+                cand.setdefault("floors", {})[name] = value
+        failed = below_floors([c["floors"] for c in candidates], plain, floors)
+        for i, (cand, names) in enumerate(zip(candidates, failed)):
+            if names:
+                eligible[i] = False
+                cand["below"] = names
+            cand["eligible"] = eligible[i]
     return select_best([c["score"] for c in candidates], eligible)
