@@ -7,7 +7,7 @@ tuning set, never its training data) and, where the shared data is present, Fair
 ``amazon_gold-0`` and ``yelp_gold-0`` (~400 words each). ``--limit`` keeps the first K.
 
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
-constraint; ``λ4``): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary. Every candidate is scored once by the selection scorers (the demo's composite
 components and the fluency floor), by the checker (what a ``checker`` floor reads) and by checks
@@ -41,7 +41,11 @@ SHARED = ROOT.parent / "shared" / "data" / "perspectivesumm"
 #: The checker-dev source sets swept, in order (demo-like: 5 short documents each).
 DEV_SOURCES = ("camping-tent", "pool-closure-debate", "dental-clinic", "pizza-delivery")
 FAIRSUMM = (("amazon_gold.json", 0), ("yelp_gold.json", 0))
-STEERINGS: dict[str, float | None] = {"none": None, "λ4": 4.0}
+#: Steerings: name -> the DemoConfig fields it sets (none; the λ4 constraint; the extraction reward
+#: of the same paper at h 2 and 1, which pulls the summary toward the sources' own words).
+STEERINGS: dict[str, dict[str, float]] = {
+    "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
+}
 BETAS = (1.0, 3.0)
 SAMPLED = 3
 #: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
@@ -141,7 +145,8 @@ def format_table(table: Sequence[dict[str, Any]]) -> str:
 
 def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:
     """Decode and score every candidate not yet in ``out`` (appended per example and steering);
-    ``lambda_samples`` sampled candidates under λ4 (0: its fair beams only, its N>0 settings left out)."""
+    ``lambda_samples`` sampled candidates under each steering but none (0: their fair beams only,
+    their N>0 settings left out)."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
@@ -169,8 +174,8 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
             plains[ex.id] = generate(engine, engine.tokenizer, [ex], config, progress=False)[0]
             cands = [{"text": plains[ex.id], "recipe": "beam"}]
         else:
-            n = SAMPLED if STEERINGS[steer] is None else lambda_samples
-            config = DemoConfig(abstractiveness=STEERINGS[steer], fair_beams=BETAS, candidates=n)
+            n = SAMPLED if not STEERINGS[steer] else lambda_samples
+            config = DemoConfig(**STEERINGS[steer], fair_beams=BETAS, candidates=n)
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
                                         plains[ex.id])[:-1]  # the plain summary is its own row
         texts = [c["text"] for c in cands]
@@ -192,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="Only the first K dev sets.")
     parser.add_argument("--out", required=True, help="JSONL of scored candidates (appended, resumed).")
     parser.add_argument("--lambda-samples", type=int, default=SAMPLED,
-                        help="Sampled candidates under λ4 (0: fair beams only; its N>0 settings are left out).")
+                        help="Sampled candidates under each steering but none (0: fair beams only; their N>0 "
+                        "settings are left out).")
     parser.add_argument("--table", default=None, help="Also write the per-setting table as CSV here.")
     args = parser.parse_args(argv)
     examples = dev_examples(args.limit)

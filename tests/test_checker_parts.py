@@ -32,6 +32,19 @@ def test_claims_split_where_a_new_subject_is_coordinated():
         "Most loved it, and the staff were kind", "and Okafor disagrees."]
 
 
+def test_a_framed_news_sentence_loses_its_frame_and_splits_into_its_points():
+    summary = ("The article argues that the council cut bus lines, raised fares by 20 percent, and ignored "
+               "the riders. The author warns that service will fall. Most riders said the buses were late.")
+    assert split_claims(summary) == [
+        "the council cut bus lines", "raised fares by 20 percent", "ignored the riders.", "service will fall.",
+        "Most riders said the buses were late."]
+    # items under three words join the point before them; an unframed list stays one claim
+    assert split_claims("The columnist insists that the plan works, mostly, and saves the city money.") == [
+        "the plan works, mostly", "saves the city money."]
+    assert split_claims("Reviewers liked the bass, the case, and the app.") == [
+        "Reviewers liked the bass, the case, and the app."]
+
+
 def test_quantifier_is_read_in_the_subject():
     assert is_majority("but nearly all guests praised the view")
     assert is_majority("Reviewers were generally happy with it")

@@ -49,7 +49,7 @@ def test_shipped_faithfulness_calibration_holds_the_checker_weight() -> None:
     assert cal.predict(up)[0] - cal.predict(at_mean)[0] == pytest.approx(0.1)
     # the checker's weight was fixed, not fitted: the free ones still carry the source evidence
     assert cal.weights["lm-pmi"] > 0 and cal.weights["rouge-1-precision"] > 0
-    assert 0.45 < cal.meta["cross_validated"]["spearman"][0] < 0.5
+    assert 0.48 < cal.meta["cross_validated"]["spearman"][0] < 0.53  # 0.503 (docs/reranking.md)
 
 
 def test_cost_baseline_drops_one_feature() -> None:

@@ -42,12 +42,23 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
 
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
-    assert len(grid) == 2 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    assert len(grid) == 4 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
     assert pool_recipes(by_name["λ4 β{1} N2 default"]) == ["fair-beam β=1", "nucleus", "top-k", "beam"]
     assert pool_recipes(by_name["λ4 β{1} N0 default"]) == ["fair-beam β=1", "beam"]
+    assert pool_recipes(by_name["ext2 β{1,3} N0 default"]) == ["fair-beam β=1", "fair-beam β=3", "beam"]
+
+
+def test_each_steering_is_a_demo_setting():
+    from benchmarks.demo_defaults import STEERINGS
+    from evenhand.demo import DemoConfig, steering_label
+
+    labels = [steering_label(DemoConfig(**fields)) for fields in STEERINGS.values()]
+    assert labels == ["no λ", "λ4", "extraction reward h=2", "extraction reward h=1"]
+    with pytest.raises(ValueError, match="not both"):
+        DemoConfig(abstractiveness=4.0, extractiveness=2.0)
 
 
 def test_summarize_counts_kept_and_worse_than_plain():

@@ -134,6 +134,22 @@ def test_disk_cache_is_reused_across_instances(tmp_path):
     assert LenScorer(cache_dir=tmp_path).score(["src"], ["c"]) == [1.0]
 
 
+def test_a_scorers_code_version_keys_its_cache(tmp_path):
+    class LenScorerV2(LenScorer):  # same name and config, new code: its scores are not reused
+        score_version = 2
+
+        def _score_batch(self, sources, outputs):
+            return [{"score": 10.0 * r["score"]} for r in super()._score_batch(sources, outputs)]
+
+    LenScorer(cache_dir=tmp_path).score(["src"], ["a b"])
+    newer = LenScorerV2(cache_dir=tmp_path)
+    assert newer.score(["src"], ["a b"]) == [20.0] and newer.seen == 1
+    assert LenScorer(cache_dir=tmp_path).score(["src"], ["a b"]) == [2.0]  # the old records stay the old code's
+    # version 0 leaves the key as it was before versions existed: caches of unchanged scorers stay valid
+    assert "score_version" not in LenScorer()._fingerprint()
+    assert '{"score_version": 2}' in newer._fingerprint()
+
+
 # -- rouge --------------------------------------------------------------------------
 def test_rouge_l_against_the_source_by_hand():
     src, out = "the cat sat on the mat", "the cat sat"

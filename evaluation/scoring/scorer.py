@@ -125,6 +125,9 @@ class Scorer(Generic[ConfigT]):
     cli_options: ClassVar[dict[str, str]] = {}
     #: Whether records go through the score cache (pure, cheap metrics skip it).
     cacheable: ClassVar[bool] = True
+    #: Bumped when the scorer's code changes what it scores; part of the cache key when nonzero (so
+    #: cached records of the old code are never reused, and scorers never bumped keep their keys).
+    score_version: ClassVar[int] = 0
 
     def __init__(self, config: ConfigT | None = None, cache_dir: str | Path | None = None):
         self.config: ConfigT = cast(ConfigT, config if config is not None else self.Config())
@@ -230,6 +233,8 @@ class Scorer(Generic[ConfigT]):
         skip = self._unkeyed_settings()
         settings = {k: v for k, v in asdict(self.config).items() if k not in skip}
         identity: list[Any] = [self.name, self.model_id, settings]
+        if self.score_version:
+            identity.append({"score_version": self.score_version})
         content = self._cached_model_content()
         if content is not None:  # a local model replaced in place (same name, same sizes) scores anew
             identity.append(content)

@@ -33,20 +33,49 @@ _CLAUSE = re.compile(
     r"|,\s+(?=and\s+(?:(?:a|an|one|another|two|three|most|many|some|all|several|few|other)\s|(?-i:[A-Z]))))",
     re.IGNORECASE,
 )
+#: A sentence that reports what a text says ("The article argues that", "The author highlights"): news
+#: and opinion summaries list several of the text's points after one such frame.
+_FRAME = re.compile(
+    r"(?:the|this|both|each)?\s*(?:article|author|piece|writer|columnist|op-ed|editorial)s?\s+(?:\w+ly\s+)?"
+    r"(?:argues?|highlights?|suggests?|contends?|claims?|says?|asserts?|notes?|discuss(?:es)?|emphasi[sz]es?|"
+    r"critici[sz]es?|states?|points? out|maintains?|believes?|stresses?|warns?|insists?|explains?)\s+(?:that\s+)?",
+    re.IGNORECASE,
+)
+#: Items of a list of points: ", " (", and ") or " and " before a verb in -s/-ed.
+_ITEM = re.compile(r",\s+(?:and\s+)?|\s+and\s+(?=[a-z]+(?:ed|es|s)\b)")
 #: Words of a premise window (long documents are split into windows of about this many words).
 WINDOW_WORDS = 120
 
 
 def split_claims(summary: str) -> list[str]:
-    """Clauses of a summary's sentences, split at contrast connectives.
+    """Clauses of a summary's sentences, split at contrast connectives; a sentence framed as what a
+    text says ("The article argues that A, B, and C") loses its frame and is split into its listed
+    points (items of fewer than 3 words join the item before them).
 
     >>> split_claims("Most like the sound, but one found the cushions warm. Support never answered.")
     ['Most like the sound', 'but one found the cushions warm.', 'Support never answered.']
+    >>> split_claims("The article argues that the mayor cut bus lines, raised fares, and ignored riders.")
+    ['the mayor cut bus lines', 'raised fares', 'ignored riders.']
     """
     claims = []
     for sentence in split_sentences(summary):
-        claims.extend(c.strip() for c in _CLAUSE.split(sentence) if len(c.strip().split()) >= 2)
+        frame = _FRAME.match(sentence)
+        clauses = _CLAUSE.split(sentence[frame.end():] if frame else sentence)
+        if frame:
+            clauses = _join_short([item for clause in clauses for item in _ITEM.split(clause)])
+        claims.extend(c.strip() for c in clauses if len(c.strip().split()) >= 2)
     return claims
+
+
+def _join_short(items: Sequence[str], words: int = 3) -> list[str]:
+    """Items with fewer than ``words`` words appended to the item before them."""
+    out: list[str] = []
+    for item in items:
+        if out and len(item.split()) < words:
+            out[-1] = f"{out[-1]}, {item}"
+        else:
+            out.append(item)
+    return out
 
 
 #: Words of a claim's subject where its quantifier is read ("but nearly all guests ...", "reviewers widely ...").

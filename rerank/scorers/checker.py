@@ -71,6 +71,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     """Support of each claim of the summary by the documents it is about, by evenhand's checker."""
 
     Config = CheckerScorerConfig
+    score_version = 1  # 1: framed news claims ("The article argues that A, B") split into their points
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
