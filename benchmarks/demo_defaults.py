@@ -42,9 +42,11 @@ SHARED = ROOT.parent / "shared" / "data" / "perspectivesumm"
 DEV_SOURCES = ("camping-tent", "pool-closure-debate", "dental-clinic", "pizza-delivery")
 FAIRSUMM = (("amazon_gold.json", 0), ("yelp_gold.json", 0))
 #: Steerings: name -> the DemoConfig fields it sets (none; the λ4 constraint; the extraction reward
-#: of the same paper at h 2 and 1, which pulls the summary toward the sources' own words).
+#: of the same paper at h 2 and 1, which pulls the summary toward the sources' own words; the
+#: group-coverage bonus α at 1 and 6 instead of the demo's 3, without λ).
 STEERINGS: dict[str, dict[str, float]] = {
     "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
+    "α1": {"fairness_strength": 1.0}, "α6": {"fairness_strength": 6.0},
 }
 BETAS = (1.0, 3.0)
 SAMPLED = 3

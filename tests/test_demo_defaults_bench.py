@@ -42,7 +42,7 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
 
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
-    assert len(grid) == 4 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    assert len(grid) == 6 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
@@ -55,8 +55,10 @@ def test_each_steering_is_a_demo_setting():
     from benchmarks.demo_defaults import STEERINGS
     from evenhand.demo import DemoConfig, steering_label
 
-    labels = [steering_label(DemoConfig(**fields)) for fields in STEERINGS.values()]
-    assert labels == ["no λ", "λ4", "extraction reward h=2", "extraction reward h=1"]
+    configs = [DemoConfig(**fields) for fields in STEERINGS.values()]
+    assert [steering_label(c) for c in configs] == [
+        "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ"]
+    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0]
     with pytest.raises(ValueError, match="not both"):
         DemoConfig(abstractiveness=4.0, extractiveness=2.0)
 
