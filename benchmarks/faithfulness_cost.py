@@ -14,6 +14,11 @@ of each is kept.
 
     .venv/bin/python benchmarks/faithfulness_cost.py             # 16 summaries, ~2 min on 2 cores
     .venv/bin/python benchmarks/faithfulness_cost.py --limit 48
+    .venv/bin/python benchmarks/faithfulness_cost.py --controlled ../shared/data/perspective_metric_eval/controlled_summaries_dev.json
+
+``--controlled FILE`` times the first ``--limit`` summaries of a controlled-summaries file instead
+(~600-word news articles, summaries framed as "The article argues that A, B, and C", which the
+checker reads point by point: its most expensive input).
 """
 
 from __future__ import annotations
@@ -66,13 +71,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=16, help="Summaries timed (DEV pairs' faithful ones).")
     parser.add_argument("--repeats", type=int, default=2, help="Alternating timed runs of each; best kept.")
     parser.add_argument("--feature", default="checker", help="The feature the baseline drops.")
+    parser.add_argument("--controlled", default=None, help="Time a controlled-summaries JSON's summaries instead.")
     args = parser.parse_args(argv)
     from evenhand.evaluation.data.loaders import example_from_dict
+    from evenhand.evaluation.data.schema import Document, Example
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.scorers.calibrated import calibration_path
 
-    rows = read_pairs(DEV)
-    examples = [example_from_dict(row["source"], str(DEV), i) for i, row in enumerate(rows, 1)]
+    if args.controlled:
+        from evenhand.evaluation.metrics.meta_eval import load_controlled
+
+        data = load_controlled(args.controlled)
+        examples = [Example(id=f"src{data.source_index[i]}", documents=[Document(t) for t in
+                                                                         data.sources[data.source_index[i]]])
+                    for i in range(len(data))]
+        rows = [{"faithful": s, "contradicted": s} for s in data.summaries]
+    else:
+        rows = read_pairs(DEV)
+        examples = [example_from_dict(row["source"], str(DEV), i) for i, row in enumerate(rows, 1)]
     sources, outputs = examples[: args.limit], [row["faithful"] for row in rows[: args.limit]]
     shipped = json.loads(calibration_path("faithfulness").read_text(encoding="utf-8"))
     if args.feature not in shipped["scorers"]:

@@ -87,6 +87,29 @@ def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
     assert 0.0 < scorer.score([ex], [long])[0] < 1.0
 
 
+def test_checker_checks_a_claim_against_its_closest_windows_only(tiny_checker):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    texts = ["The lamp is bright.", "The box was dented.", "Delivery took a week.", "The switch broke.",
+             "The lamp is warm and bright."]
+    ex = Example("lamp", [Document(t, "5") for t in texts], attribute="rating")
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    claim = "The lamp is bright and warm."
+    p = model.probs(texts, [claim] * 5)
+    every = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, max_windows=0)
+    assert every.score([ex], [claim])[0] == pytest.approx(max(p), abs=1e-6)
+    # 2 windows: the two lamp sentences (3 and 2 shared content words), the best of the two
+    two = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, max_windows=2)
+    assert two.score([ex], [claim])[0] == pytest.approx(max(p[0], p[4]), abs=1e-6)
+    # a majority claim still reads every document (one window each here): the 3rd largest of 5
+    most = "Most reviewers say the lamp is bright and warm."
+    pm = sorted(model.probs(texts, [most] * 5), reverse=True)
+    assert two.score([ex], [most])[0] == pytest.approx(pm[2], abs=1e-6)
+    with pytest.raises(ValueError, match="max_windows"):
+        get_scorer("checker", max_windows=-1)
+
+
 def test_build_checker_cli(tiny_checker, tmp_path, monkeypatch, capsys):
     from evenhand.cli import main
 

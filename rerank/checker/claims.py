@@ -54,8 +54,8 @@ def split_claims(summary: str) -> list[str]:
 
     >>> split_claims("Most like the sound, but one found the cushions warm. Support never answered.")
     ['Most like the sound', 'but one found the cushions warm.', 'Support never answered.']
-    >>> split_claims("The article argues that the mayor cut bus lines, raised fares, and ignored riders.")
-    ['the mayor cut bus lines', 'raised fares', 'ignored riders.']
+    >>> split_claims("The article argues that the mayor cut bus lines, raised all fares, and ignored riders.")
+    ['the mayor cut bus lines', 'raised all fares, ignored riders.']
     """
     claims = []
     for sentence in split_sentences(summary):
@@ -122,6 +122,36 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
     ['One two. Three four.', 'Five six.']
     """
     return word_blocks(split_sentences(text) or [text], words + 1)  # blocks of at most ``words`` words
+
+
+_CONTENT = re.compile(r"[a-z0-9]+")
+
+
+def closest_windows(claim: str, doc_windows: Sequence[Sequence[str]], limit: int, majority: bool) -> list[list[int]]:
+    """Per document, the indices of its windows the claim is checked against: all of them when
+    ``limit`` is 0 or the documents have no more than ``limit`` windows in all; else the ``limit``
+    windows sharing the most distinct content words (not NLTK stop words) with the claim, over all
+    documents (a singular claim needs one supporting window), and for a majority claim at least the
+    closest window of every document (it needs half of them). Ties go to the earlier window.
+
+    >>> docs = [["The case is red.", "A week on one battery."], ["Week two, battery flat."]]
+    >>> closest_windows("the battery lasts a week", docs, 2, majority=False)
+    [[1], [0]]
+    >>> closest_windows("most say the battery lasts a week", docs, 1, majority=True)
+    [[1], [0]]
+    """
+    flat = [(d, w) for d, windows_ in enumerate(doc_windows) for w in range(len(windows_))]
+    if limit <= 0 or len(flat) <= limit:
+        return [list(range(len(windows_))) for windows_ in doc_windows]
+    from ...evaluation.text.tokens import NLTK_ENGLISH_STOP_WORDS
+
+    words = set(_CONTENT.findall(claim.lower())) - NLTK_ENGLISH_STOP_WORDS
+    shared = {(d, w): len(words & set(_CONTENT.findall(doc_windows[d][w].lower()))) for d, w in flat}
+    ranked = sorted(flat, key=lambda dw: (-shared[dw], dw))
+    keep = set(ranked[:limit])
+    if majority:
+        keep |= {next(dw for dw in ranked if dw[0] == d) for d in range(len(doc_windows)) if doc_windows[d]}
+    return [[w for w in range(len(windows_)) if (d, w) in keep] for d, windows_ in enumerate(doc_windows)]
 
 
 def aggregate(doc_support: Sequence[float], majority: bool) -> float:

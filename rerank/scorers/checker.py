@@ -27,6 +27,7 @@ from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
 from ..checker.claims import (
     aggregate,
+    closest_windows,
     is_majority,
     named_groups,
     split_claims,
@@ -44,6 +45,9 @@ class CheckerScorerConfig(ScorerConfig):
         "built on first use)."})
     window_words: int = field(default=60, metadata={"help": "Words per premise window of a document."})
     max_length: int = field(default=128, metadata={"help": "Tokens per (window, claim) pair."})
+    max_windows: int = field(default=3, metadata={
+        "help": "Windows checked per claim, the ones sharing the most content words with it (a claim "
+        "about most documents: at least one per document; 0: all)."})
     empty_score: float = field(default=0.0, metadata={"help": "Score of a summary without claims."})
     number_factor: float = field(default=0.25, metadata={
         "help": "Factor on the score of a claim stating a number its documents do not state (1: no check)."})
@@ -53,6 +57,9 @@ class CheckerScorerConfig(ScorerConfig):
         super().__post_init__()
         if not isinstance(self.window_words, int) or self.window_words < 1:
             raise ValueError(f"`window_words` must be a positive int, got {self.window_words!r}")
+        if not isinstance(self.max_windows, int) or isinstance(self.max_windows, bool) or \
+                not 0 <= self.max_windows <= 10_000:
+            raise ValueError(f"`max_windows` must be an int in [0, 10000], got {self.max_windows!r}")
         if not isinstance(self.max_length, int) or self.max_length < 16:
             raise ValueError(f"`max_length` must be an int >= 16, got {self.max_length!r}")
         if not 0.0 <= self.number_factor <= 1.0:
@@ -71,7 +78,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     """Support of each claim of the summary by the documents it is about, by evenhand's checker."""
 
     Config = CheckerScorerConfig
-    score_version = 1  # 1: framed news claims ("The article argues that A, B") split into their points
+    # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows
+    score_version = 2
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -112,19 +120,18 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 docs = []
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
-                for text in texts:
-                    rows = []
-                    for window in windows(text, self.config.window_words):
-                        rows.append(len(premises))
-                        premises.append(window)
-                        hypotheses.append(claim)
-                    docs.append(rows)
-                plan.append((is_majority(claim), docs, factor))
+                majority = is_majority(claim)
+                parts = [windows(text, self.config.window_words) for text in texts]
+                for doc, keep in zip(parts, closest_windows(claim, parts, self.config.max_windows, majority)):
+                    docs.append(list(range(len(premises), len(premises) + len(keep))))
+                    premises.extend(doc[i] for i in keep)
+                    hypotheses.extend([claim] * len(keep))
+                plan.append((majority, docs, factor))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
         results = []
         for plan in plans:
-            scores = [factor * aggregate([max(probs[i] for i in rows) for rows in docs], majority)
+            scores = [factor * aggregate([max(probs[i] for i in rows) for rows in docs if rows], majority)
                       for majority, docs, factor in plan]
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
