@@ -20,7 +20,11 @@ with ``--out`` writes the per-pair scores as JSONL.
 
 ``benchmarks/data/checker_dev.jsonl`` has the same form: 48 pairs over 8 other
 hand-written source sets, the set the checker was tuned on; the 48 pairs above
-are held out and were only run to report.
+are held out and were only run to report. ``benchmarks/data/contradictions_v2.jsonl``
+is a second held-out set of the same form (48 pairs, 12 more source sets: reviews,
+debates and tweets), written after the first had been seen and run once to report.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v2.jsonl
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from typing import Any
 DATA = Path(__file__).with_name("data") / "contradictions.jsonl"
 #: The pairs the checker was tuned on (same form, other sources).
 DEV = Path(__file__).with_name("data") / "checker_dev.jsonl"
+#: A second held-out set, written after the first had been seen.
+HELD_OUT_2 = Path(__file__).with_name("data") / "contradictions_v2.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

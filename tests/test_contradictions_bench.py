@@ -48,3 +48,24 @@ def test_dev_pairs_are_well_formed_and_share_no_source_with_the_held_out_set():
     held_out = {d["text"] for r in contradictions.read_pairs() for d in r["source"]["documents"]}
     corpus = {d["text"] for ex in read_corpus() for d in ex["documents"]}
     assert len({r["source"]["id"] for r in dev}) == 8 and not texts & held_out and not texts & corpus
+
+
+def test_second_held_out_set_is_well_formed_and_new():
+    from evenhand.demo import demo_examples
+    from evenhand.rerank.checker.model import read_corpus
+
+    rows = contradictions.read_pairs(contradictions.HELD_OUT_2)
+    assert Counter(r["kind"] for r in rows) == {k: 8 for k in contradictions.KINDS}
+    for row in rows:
+        old, new = row["edit"]
+        assert row["faithful"].count(old) == 1 and row["contradicted"] == row["faithful"].replace(old, new)
+    ids = {r["source"]["id"] for r in rows}
+    texts = {d["text"] for r in rows for d in r["source"]["documents"]}
+    others = [contradictions.read_pairs(), contradictions.read_pairs(contradictions.DEV)]
+    assert len(ids) == 12
+    for other in others:
+        assert not ids & {r["source"]["id"] for r in other}
+        assert not texts & {d["text"] for r in other for d in r["source"]["documents"]}
+    corpus = read_corpus()
+    assert not ids & {ex["id"] for ex in corpus} and not texts & {d["text"] for ex in corpus for d in ex["documents"]}
+    assert not ids & {ex.id for ex in demo_examples()}
