@@ -102,13 +102,13 @@ class DemoConfig:
 #: Why the demo's evenhand column decodes and selects as it does (one line; the sweep behind it:
 #: ``benchmarks/demo_defaults.py`` on dev sets, never the demo sets; docs/reranking.md).
 DEFAULTS_WHY = (
-    "dev sweep (benchmarks/demo_defaults.py, 6 dev sets; plain: checker 0.241, UER 0.064): without λ4 the kept "
-    "summaries score checker 0.263 vs 0.254, ROUGE-L precision 0.271 vs 0.255, UER 0.062 vs 0.065 (lm-likelihood "
-    "-1.502 vs -1.491); β{1,3} beat β{1} (UER 0.062 vs 0.065); no sampled candidate was kept (18 of 18 fell "
-    "0.7-4.2 nats below plain's fluency), so none are drawn; the extraction reward h=2 kept fairer summaries "
-    "(UER 0.055) but lm-likelihood fell (-1.520) and on reading they were no more faithful, so it is off; "
-    "α 3 beat α 1 and 6 (checker 0.263 vs 0.252 and 0.257, UER 0.062 vs 0.064 and 0.065); the checker "
-    "floor at 0 (no candidate the checker rates below plain) is the issue's rule and excluded nothing more there"
+    "dev sweep (benchmarks/demo_defaults.py, 6 dev sets; plain: checker 0.157, UER 0.064): without λ4 the kept "
+    "summaries score ROUGE-L precision 0.279 vs 0.255 and UER 0.062 vs 0.065, checker 0.161 vs 0.162, "
+    "lm-likelihood -1.523 vs -1.491; β{1,3} beat β{1} (UER 0.062 vs 0.064); no sampled candidate was kept (18 of "
+    "18 fell 0.7-4.2 nats below plain's fluency), so none are drawn; the extraction reward h=2 kept fairer "
+    "summaries (UER 0.055) but lm-likelihood fell (-1.520) and on reading they were no more faithful, so it is off; "
+    "α 3 beat α 1 and 6 (checker 0.161 vs 0.159 and 0.160, UER 0.062 vs 0.064 and 0.065); the checker floor at 0 "
+    "(no candidate the checker rates below plain) is the issue's rule"
 )
 
 
