@@ -145,6 +145,16 @@ def format_table(table: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def steering_config(steer: str, candidates: int = 0) -> Any:
+    """The DemoConfig of a steering: its fields, fair beams ``BETAS``, ``candidates`` sampled."""
+    from evenhand.demo import DemoConfig
+
+    fields = STEERINGS[steer]
+    return DemoConfig(abstractiveness=fields.get("abstractiveness"), extractiveness=fields.get("extractiveness"),
+                      fairness_strength=fields.get("fairness_strength", DemoConfig.fairness_strength),
+                      fair_beams=BETAS, candidates=candidates)
+
+
 def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:
     """Decode and score every candidate not yet in ``out`` (appended per example and steering);
     ``lambda_samples`` sampled candidates under each steering but none (0: their fair beams only,
@@ -153,7 +163,7 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
     from evenhand.decoding.models import SMOLLM2
-    from evenhand.demo import DemoConfig, evenhand_candidates
+    from evenhand.demo import evenhand_candidates
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.evaluation.scoring.report import Scored, evaluate
     from evenhand.rerank.sharing import share_model
@@ -177,7 +187,7 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
             cands = [{"text": plains[ex.id], "recipe": "beam"}]
         else:
             n = SAMPLED if not STEERINGS[steer] else lambda_samples
-            config = DemoConfig(**STEERINGS[steer], fair_beams=BETAS, candidates=n)
+            config = steering_config(steer, n)
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
                                         plains[ex.id])[:-1]  # the plain summary is its own row
         texts = [c["text"] for c in cands]

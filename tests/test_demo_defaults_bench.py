@@ -52,10 +52,10 @@ def test_pools_follow_the_demo_order_and_the_grid_is_complete():
 
 
 def test_each_steering_is_a_demo_setting():
-    from benchmarks.demo_defaults import STEERINGS
+    from benchmarks.demo_defaults import STEERINGS, steering_config
     from evenhand.demo import DemoConfig, steering_label
 
-    configs = [DemoConfig(**fields) for fields in STEERINGS.values()]
+    configs = [steering_config(name) for name in STEERINGS]
     assert [steering_label(c) for c in configs] == [
         "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ"]
     assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0]
