@@ -3,7 +3,10 @@
 A summary is split into claims (``claims.split_claims``); each claim is
 checked against the documents of the groups it names (all documents when it
 names none), a document's support being the checker's largest p(window
-supports claim) over its windows of about ``window_words`` words; the
+supports claim) over its windows of about ``window_words`` words that the
+claim is checked against (``claims.closest_windows``: the ``max_windows``
+sharing the most content words with the claim, and for a "most" claim at
+least one per document; 0: all); the
 claim's score aggregates its documents' support by its quantifier
 (``claims.aggregate``: "most" needs half of them, "one" needs one), times
 ``number_factor`` when the claim states a number that none of those documents
