@@ -173,8 +173,10 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     raw: dict[str, list[float]] = {}
     stored: dict[str, dict[str, object]] = {}
     backends: dict[str, str] = {}
+    versions: dict[str, int] = {}  # the code version of each feature's scores (calibrated:... checks it)
     for name in names:
         scorer = get_scorer(name, cache_dir=score_cache(args), **options[name])
+        versions[name] = scorer.score_version
         raw[name] = scorer.score(sources, data.summaries)
         # the options a feature was scored with, the model named even when it was the default
         stored[name] = {k: v for k, v in options[name].items() if k not in ("batch_size", "device")}
@@ -198,7 +200,7 @@ def _calibrate(args: argparse.Namespace, names: list[str], alpha: float | None) 
     calibration.meta = {
         "data": Path(args.data).name, "summaries": len(truth), "sources": len(set(groups)),
         "folds": args.folds, "seed": args.seed, "alpha_choice": args.alpha,
-        **({"fixed_weights": fixed} if fixed else {}), "backends": backends,
+        **({"fixed_weights": fixed} if fixed else {}), "backends": backends, "score_versions": versions,
         "cross_validated": cv, "single_scorers": single, "evenhand": evenhand.__version__,
     }
     write_json(args.out, calibration.to_dict())

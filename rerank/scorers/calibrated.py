@@ -59,6 +59,19 @@ def load_calibration(spec: str) -> Calibration:
     return Calibration.from_dict(data, where=f"calibrated:{spec}")
 
 
+def stale_features(calibration: Calibration, components: dict[str, Scorer]) -> list[str]:
+    """Features whose scorer code changed since the fit: ``name (version fitted -> now)``; a calibration
+    without ``meta.score_versions`` (written before versions existed) was fitted at version 0."""
+    recorded = calibration.meta.get("score_versions") if isinstance(calibration.meta, dict) else None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    out = []
+    for name, scorer in components.items():
+        fitted = recorded.get(name, 0)
+        if fitted != scorer.score_version:
+            out.append(f"{name} ({fitted} -> {scorer.score_version})")
+    return out
+
+
 @dataclass
 class CalibratedConfig(ScorerConfig):
     """Settings of the ``calibrated`` scorer."""
@@ -108,6 +121,14 @@ class CalibratedScorer(Scorer[CalibratedConfig]):
             )
             for name in self.calibration.scorers
         }
+        stale = stale_features(self.calibration, self.components)
+        if stale:
+            import warnings
+
+            warnings.warn(
+                f"calibrated:{self.config.path}: fitted on scores of {', '.join(stale)} from older scorer "
+                "code than this evenhand's (meta.score_versions), so its weights and normalization may not "
+                "fit today's scores; refit it with `evenhand calibrate`", stacklevel=2)
 
     @property
     def model_id(self) -> str:
