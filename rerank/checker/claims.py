@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ...evaluation.data.schema import Example
 from ...evaluation.text.sentences import split_sentences, word_blocks
@@ -127,6 +128,12 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
 _CONTENT = re.compile(r"[a-z0-9]+")
 
 
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    """The distinct lowercase words of a text (a window's are read once for all the claims checked on it)."""
+    return frozenset(_CONTENT.findall(text.lower()))
+
+
 def closest_windows(claim: str, doc_windows: Sequence[Sequence[str]], limit: int, majority: bool) -> list[list[int]]:
     """Per document, the indices of its windows the claim is checked against: all of them when
     ``limit`` is 0 or the documents have no more than ``limit`` windows in all; else the ``limit``
@@ -145,8 +152,8 @@ def closest_windows(claim: str, doc_windows: Sequence[Sequence[str]], limit: int
         return [list(range(len(windows_))) for windows_ in doc_windows]
     from ...evaluation.text.tokens import NLTK_ENGLISH_STOP_WORDS
 
-    words = set(_CONTENT.findall(claim.lower())) - NLTK_ENGLISH_STOP_WORDS
-    shared = {(d, w): len(words & set(_CONTENT.findall(doc_windows[d][w].lower()))) for d, w in flat}
+    words = _words(claim) - NLTK_ENGLISH_STOP_WORDS
+    shared = {(d, w): len(words & _words(doc_windows[d][w])) for d, w in flat}
     ranked = sorted(flat, key=lambda dw: (-shared[dw], dw))
     keep = set(ranked[:limit])
     if majority:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...evaluation.data.checks import check_count
 from ...evaluation.data.schema import Example
 from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
@@ -60,9 +61,7 @@ class CheckerScorerConfig(ScorerConfig):
         super().__post_init__()
         if not isinstance(self.window_words, int) or self.window_words < 1:
             raise ValueError(f"`window_words` must be a positive int, got {self.window_words!r}")
-        if not isinstance(self.max_windows, int) or isinstance(self.max_windows, bool) or \
-                not 0 <= self.max_windows <= 10_000:
-            raise ValueError(f"`max_windows` must be an int in [0, 10000], got {self.max_windows!r}")
+        check_count(self.max_windows, "max_windows", low=0, high=10_000)
         if not isinstance(self.max_length, int) or self.max_length < 16:
             raise ValueError(f"`max_length` must be an int >= 16, got {self.max_length!r}")
         if not 0.0 <= self.number_factor <= 1.0:
@@ -117,6 +116,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
         plans = []  # per output: per claim (majority, [window indices per document], number factor)
         premises: list[str] = []
         hypotheses: list[str] = []
+        split: dict[str, list[str]] = {}  # a document's windows, cut once for all claims of the batch
         for ex, out in zip(sources, outputs):
             plan = []
             for claim in split_claims(out):
@@ -124,7 +124,10 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
                 majority = is_majority(claim)
-                parts = [windows(text, self.config.window_words) for text in texts]
+                for text in texts:
+                    if text not in split:
+                        split[text] = windows(text, self.config.window_words)
+                parts = [split[text] for text in texts]
                 for doc, keep in zip(parts, closest_windows(claim, parts, self.config.max_windows, majority)):
                     docs.append(list(range(len(premises), len(premises) + len(keep))))
                     premises.extend(doc[i] for i in keep)
