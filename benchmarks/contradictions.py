@@ -25,6 +25,12 @@ is a second held-out set of the same form (48 pairs, 12 more source sets: review
 debates and tweets), written after the first had been seen and run once to report.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v2.jsonl
+
+``benchmarks/data/contradictions_v3.jsonl`` is a third held-out set of the same form (48 pairs, 12 more source
+sets: 6 review sets, 3 debates with speakers or stances, 3 tweet sets by party or stance), written by hand after
+the second had been run once to report, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v3.jsonl
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ DATA = Path(__file__).with_name("data") / "contradictions.jsonl"
 DEV = Path(__file__).with_name("data") / "checker_dev.jsonl"
 #: A second held-out set, written after the first had been seen.
 HELD_OUT_2 = Path(__file__).with_name("data") / "contradictions_v2.jsonl"
+#: A third held-out set, written after the second had been seen.
+HELD_OUT_3 = Path(__file__).with_name("data") / "contradictions_v3.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

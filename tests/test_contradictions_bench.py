@@ -68,3 +68,28 @@ def test_second_held_out_set_is_well_formed_and_new():
     corpus = read_corpus()
     assert not ids & {ex["id"] for ex in corpus} and not texts & {d["text"] for ex in corpus for d in ex["documents"]}
     assert not ids & {ex.id for ex in demo_examples()}
+
+
+def test_third_held_out_set_is_well_formed_and_new():
+    from evenhand.demo import demo_examples
+    from evenhand.rerank.checker.model import read_corpus
+
+    rows = contradictions.read_pairs(contradictions.HELD_OUT_3)
+    assert_eight_per_kind_and_one_edit(rows)
+    by_source: dict[str, list[dict]] = {}
+    for row in rows:
+        by_source.setdefault(row["source"]["id"], []).append(row)
+    assert len(by_source) == 12 and Counter(r["source"]["attribute"] for r in rows)["rating"] == 6 * 4
+    for group in by_source.values():  # one source and one faithful summary per source set, several groups in it
+        assert len({repr(r["source"]) for r in group}) == 1 and len({r["faithful"] for r in group}) == 1
+        assert len({d["group"] for d in group[0]["source"]["documents"]}) >= 2
+    ids = set(by_source)
+    texts = {d["text"] for r in rows for d in r["source"]["documents"]}
+    others = [(r["source"]["id"], [d["text"] for d in r["source"]["documents"]])
+              for path in (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2)
+              for r in contradictions.read_pairs(path)]
+    others += [(ex["id"], [d["text"] for d in ex["documents"]]) for ex in read_corpus()]
+    others += [(ex.id, [d.text for d in ex.documents]) for ex in demo_examples()]
+    assert len(others) > 3 * 48 + 30
+    assert not ids & {sid for sid, _ in others}
+    assert not texts & {text for _, docs in others for text in docs}
