@@ -7,9 +7,11 @@ tuning set, never its training data) and, where the shared data is present, Fair
 ``amazon_gold-0`` and ``yelp_gold-0`` (~400 words each). ``--limit`` keeps the first K.
 
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
-constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
+``labels``/``definition``: the fair prompts): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
-summary. Every candidate is scored once by the selection scorers (the demo's composite
+summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
+which its settings take into the pool or not (``+beam`` in the name). Every candidate is scored once by the selection scorers (the demo's composite
 components and the fluency floor), by the checker (what a ``checker`` floor reads) and by checks
 never used to select: ``lm-likelihood`` (log p(summary | source) per token), ``rouge-l-precision``
 against the source and FairSumm UER (lower is fairer). Rows go to ``--out`` (JSONL, one per

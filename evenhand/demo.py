@@ -9,7 +9,9 @@ prints them side by side:
   the abstractiveness constraint λ_h (``DEFAULTS_WHY``: it cost faithfulness on the
   dev sweep; ``abstractiveness=4`` restores λ4), plus N candidates sampled with the paper's
   recipes under the same processors (default N = 0: on the dev sweep no sample cleared
-  the fluency floor; ``--candidates N`` adds them), plus the plain summary itself, reranked by
+  the fluency floor; ``--candidates N`` adds them), with ``fair_prompt`` (``--fair-prompt``;
+  default none: on the dev sweep it made the kept summaries less fair and less faithful) all of
+  them under that fair prompt plus plain beam search under it, plus the plain summary itself, reranked by
   the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
   (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
   ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal
