@@ -7,9 +7,11 @@ tuning set, never its training data) and, where the shared data is present, Fair
 ``amazon_gold-0`` and ``yelp_gold-0`` (~400 words each). ``--limit`` keeps the first K.
 
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
-constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
+``labels``/``definition``: the fair prompts): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
-summary. Every candidate is scored once by the selection scorers (the demo's composite
+summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
+which its settings take into the pool or not (``+beam`` in the name). Every candidate is scored once by the selection scorers (the demo's composite
 components and the fluency floor), by the checker (what a ``checker`` floor reads) and by checks
 never used to select: ``lm-likelihood`` (log p(summary | source) per token), ``rouge-l-precision``
 against the source and FairSumm UER (lower is fairer). Rows go to ``--out`` (JSONL, one per
@@ -43,10 +45,13 @@ DEV_SOURCES = ("camping-tent", "pool-closure-debate", "dental-clinic", "pizza-de
 FAIRSUMM = (("amazon_gold.json", 0), ("yelp_gold.json", 0))
 #: Steerings: name -> the DemoConfig fields it sets (none; the λ4 constraint; the extraction reward
 #: of the same paper at h 2 and 1, which pulls the summary toward the sources' own words; the
-#: group-coverage bonus α at 1 and 6 instead of the demo's 3, without λ).
-STEERINGS: dict[str, dict[str, float]] = {
+#: group-coverage bonus α at 1 and 6 instead of the demo's 3, without λ; the fair prompts, Equal
+#: Coverage's group labels and FairSumm's definition, at α 3, which add plain beam search under the
+#: prompt to the pool: ``evenhand.demo.prompted_beam_recipe``).
+STEERINGS: dict[str, dict[str, float | str]] = {
     "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
     "α1": {"fairness_strength": 1.0}, "α6": {"fairness_strength": 6.0},
+    "labels": {"fair_prompt": "labels"}, "definition": {"fair_prompt": "definition"},
 }
 BETAS = (1.0, 3.0)
 SAMPLED = 3
@@ -81,21 +86,31 @@ def dev_examples(limit: int | None = None) -> list[Any]:
 
 
 def settings() -> list[dict[str, Any]]:
-    """The grid: steering × β set × sampled N × floors, each a dict with a readable ``name``."""
+    """The grid: steering × β set × sampled N × floors, each a dict with a readable ``name``.
+
+    A fair-prompt steering's pool may also hold plain beam search under its prompt (``prompted``,
+    ``+beam`` in the name), alone (``β{}``) or beside the fair beams.
+    """
     grid = []
-    for steer, betas, n, floors in itertools.product(STEERINGS, ((1.0,), BETAS), (0, 2, SAMPLED), FLOOR_GRID):
-        beta_text = ",".join(f"{b:g}" for b in betas)
-        grid.append({"name": f"{steer} β{{{beta_text}}} N{n} {floors}", "steer": steer, "betas": betas,
-                     "n": n, "floors": floors})
+    for steer, betas, n, floors in itertools.product(STEERINGS, ((), (1.0,), BETAS), (0, 2, SAMPLED), FLOOR_GRID):
+        for prompted in (False, True) if "fair_prompt" in STEERINGS[steer] else (False,):
+            if not betas and not prompted:  # plain alone: no setting
+                continue
+            beta_text = ",".join(f"{b:g}" for b in betas)
+            grid.append({"name": f"{steer} β{{{beta_text}}}{'+beam' if prompted else ''} N{n} {floors}",
+                         "steer": steer, "betas": betas, "prompted": prompted, "n": n, "floors": floors})
     return grid
 
 
 def pool_recipes(setting: dict[str, Any]) -> list[str]:
     """The recipes in a setting's pool, plain (``beam``) last, as the demo orders them."""
+    from evenhand.demo import prompted_beam_recipe
     from evenhand.rerank.reranker import RerankConfig
 
     sampled = RerankConfig(candidates=setting["n"]).plan() if setting["n"] else []
-    return [*(f"fair-beam β={b:g}" for b in setting["betas"]), *sampled, "beam"]
+    prompt = STEERINGS[setting["steer"]].get("fair_prompt")
+    prompted = [prompted_beam_recipe(str(prompt))] if setting.get("prompted") else []
+    return [*(f"fair-beam β={b:g}" for b in setting["betas"]), *prompted, *sampled, "beam"]
 
 
 def select(pool: Sequence[dict[str, Any]], floors: dict[str, float]) -> int:
@@ -149,10 +164,8 @@ def steering_config(steer: str, candidates: int = 0) -> Any:
     """The DemoConfig of a steering: its fields, fair beams ``BETAS``, ``candidates`` sampled."""
     from evenhand.demo import DemoConfig
 
-    fields = STEERINGS[steer]
-    return DemoConfig(abstractiveness=fields.get("abstractiveness"), extractiveness=fields.get("extractiveness"),
-                      fairness_strength=fields.get("fairness_strength", DemoConfig.fairness_strength),
-                      fair_beams=BETAS, candidates=candidates)
+    fields: dict[str, Any] = STEERINGS[steer]
+    return DemoConfig(fair_beams=BETAS, candidates=candidates, **fields)
 
 
 def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:

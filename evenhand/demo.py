@@ -9,7 +9,9 @@ prints them side by side:
   the abstractiveness constraint λ_h (``DEFAULTS_WHY``: it cost faithfulness on the
   dev sweep; ``abstractiveness=4`` restores λ4), plus N candidates sampled with the paper's
   recipes under the same processors (default N = 0: on the dev sweep no sample cleared
-  the fluency floor; ``--candidates N`` adds them), plus the plain summary itself, reranked by
+  the fluency floor; ``--candidates N`` adds them), with ``fair_prompt`` (``--fair-prompt``;
+  default none: on the dev sweep it made the kept summaries less fair and less faithful) all of
+  them under that fair prompt plus plain beam search under it, plus the plain summary itself, reranked by
   the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
   (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
   ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal
@@ -48,6 +50,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evenhand.decoding.prompts.templates import check_fair_prompt
 from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
 from evenhand.evaluation.data.schema import Example
@@ -82,6 +85,10 @@ class DemoConfig:
         default=(1.0, 3.0), metadata={"help": "Fair beam search weights β, one candidate each."}
     )
     candidates: int = field(default=0, metadata={"help": "Sampled candidates to rerank (0: none; DEFAULTS_WHY)."})
+    fair_prompt: str | None = field(
+        default=None, metadata={"help": "Fair prompt of every candidate: 'definition' (FairSumm's definition "
+                                "appended) or 'labels' (group labels shown, Equal Coverage); it also adds one "
+                                "plain beam-search candidate under it (recipe beam+PROMPT). None: the kind's prompt."})
     scorers: list[str] = field(
         default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
         metadata={"help": "Components of the reranking composite."},
@@ -95,6 +102,7 @@ class DemoConfig:
 
     def __post_init__(self) -> None:
         coerce_lists(self)
+        check_fair_prompt(self.fair_prompt)
         if self.abstractiveness is not None and self.extractiveness is not None:
             raise ValueError("set `abstractiveness` (λ_h penalty) or `extractiveness` (reward), not both")
 
@@ -119,12 +127,19 @@ def steering_label(config: DemoConfig) -> str:
     return "no λ" if config.abstractiveness is None else f"λ{config.abstractiveness:g}"
 
 
+def prompted_beam_recipe(fair_prompt: str) -> str:
+    """``beam+labels``: the recipe of plain beam search (no α, β or λ) under the fair prompt ``fair_prompt``."""
+    return f"beam+{fair_prompt}"
+
+
 def settings_line(config: DemoConfig) -> str:
     """The one line that says which settings the evenhand column used and why."""
     floors = ",".join(f"{k}={v:g}" for k, v in config.floors.items()) or "none"
     betas = ",".join(f"{b:g}" for b in config.fair_beams)
+    prompt = (f"fair prompt {config.fair_prompt!r} (+ {prompted_beam_recipe(config.fair_prompt)}), "
+              if config.fair_prompt is not None else "")
     return (f"evenhand settings: {steering_label(config)}, α={config.fairness_strength:g}, "
-            f"fair beam β∈{{{betas}}}, {config.candidates} sampled candidates + plain, floors {floors}; "
+            f"fair beam β∈{{{betas}}}, {prompt}{config.candidates} sampled candidates + plain, floors {floors}; "
             f"why: {DEFAULTS_WHY}")
 
 
@@ -186,15 +201,17 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
 def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
 ) -> list[dict[str, Any]]:
-    """The evenhand column's candidates, unscored: fair beam per β and N sampled candidates under
-    the constraints, then the plain summary (recipe ``beam``); each ``{"text", "recipe", "index"}``."""
+    """The evenhand column's candidates, unscored: fair beam per β, with ``config.fair_prompt`` plain
+    beam search under that prompt (``prompted_beam_recipe``), and N sampled candidates under the
+    constraints (and the fair prompt), then the plain summary (recipe ``beam``); each
+    ``{"text", "recipe", "index"}``."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.rerank.reranker import RerankConfig, Reranker
 
     shared: dict[str, Any] = dict(
         max_new_tokens=config.max_new_tokens, abstractiveness=config.abstractiveness,
-        extractiveness=config.extractiveness,
+        extractiveness=config.extractiveness, fair_prompt=config.fair_prompt,
         fairness=config.fairness, fairness_strength=config.fairness_strength, seed=config.seed,
     )
     candidates = []
@@ -209,6 +226,12 @@ def evenhand_candidates(
         beam = GenerateConfig(num_beams=4, fair_beam=beta, **shared)
         text = generate(model, tokenizer, [example], beam, progress=False)[0]
         candidates.append({"text": text, "recipe": f"fair-beam β={beta:g}", "index": len(candidates)})
+    if config.fair_prompt is not None:  # reads like plain, asked to be fair (engines without fair beams too)
+        prompted = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4,
+                                  fair_prompt=config.fair_prompt)
+        text = generate(model, tokenizer, [example], prompted, progress=False)[0]
+        candidates.append({"text": text, "recipe": prompted_beam_recipe(config.fair_prompt),
+                           "index": len(candidates)})
     if config.candidates > 0:
         sampler = GenerateConfig(num_beams=1, **shared)
         reranker = Reranker(
@@ -395,7 +418,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     engine = open_engine(args.model, getattr(args, "engine", DEFAULT_ENGINE))
     config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
-                        candidates=args.candidates)
+                        candidates=args.candidates, fair_prompt=getattr(args, "fair_prompt", None))
     print(settings_line(config))
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
     shared = engine.shared_model()  # in-process: the scorers score with it; else they load their own copy

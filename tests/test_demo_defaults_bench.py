@@ -42,13 +42,21 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
 
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
-    assert len(grid) == 6 * 2 * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    # 6 steerings × β{1}, β{1,3}; 2 fair-prompt steerings × β{}+beam, β{1}(+beam), β{1,3}(+beam); × N × floors
+    assert len(grid) == (6 * 2 + 2 * 5) * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
     assert pool_recipes(by_name["λ4 β{1} N2 default"]) == ["fair-beam β=1", "nucleus", "top-k", "beam"]
     assert pool_recipes(by_name["λ4 β{1} N0 default"]) == ["fair-beam β=1", "beam"]
     assert pool_recipes(by_name["ext2 β{1,3} N0 default"]) == ["fair-beam β=1", "fair-beam β=3", "beam"]
+    assert pool_recipes(by_name["labels β{1,3}+beam N0 default"]) == [
+        "fair-beam β=1", "fair-beam β=3", "beam+labels", "beam"]
+    assert pool_recipes(by_name["definition β{1,3}+beam N2 default"]) == [
+        "fair-beam β=1", "fair-beam β=3", "beam+definition", "nucleus", "top-k", "beam"]
+    assert pool_recipes(by_name["labels β{1} N0 default"]) == ["fair-beam β=1", "beam"]
+    assert pool_recipes(by_name["definition β{}+beam N0 default"]) == ["beam+definition", "beam"]
+    assert "none β{}+beam N0 default" not in by_name and "none β{} N0 default" not in by_name
 
 
 def test_each_steering_is_a_demo_setting():
@@ -57,8 +65,9 @@ def test_each_steering_is_a_demo_setting():
 
     configs = [steering_config(name) for name in STEERINGS]
     assert [steering_label(c) for c in configs] == [
-        "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ"]
-    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0]
+        "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ", "no λ", "no λ"]
+    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0, 3.0, 3.0]
+    assert [c.fair_prompt for c in configs] == [None] * 6 + ["labels", "definition"]
     with pytest.raises(ValueError, match="not both"):
         DemoConfig(abstractiveness=4.0, extractiveness=2.0)
 
@@ -81,6 +90,24 @@ def test_summarize_counts_kept_and_worse_than_plain():
     plain = table["none β{1} N0 default+checker=0"]  # the checker floor keeps plain
     assert (plain["not_plain"], plain["checker_below_plain"], plain["uer"]) == (0, 0, pytest.approx(0.3))
     assert summarize(rows, ["a", "missing"]) == []  # an unfinished set leaves no partial means
+
+
+def test_a_fair_prompt_setting_selects_over_its_prompted_beam():
+    # labels: the fair beams fail the fluency floor (-3.0 vs plain's -2.2); the prompted beam clears every
+    # floor and beats plain on all three components -> kept only where it is in the pool
+    rows = [{**POOL[1], "id": "a", "steer": "labels", "recipe": recipe, "lm-likelihood": -1.0,
+             "rouge-l-precision": 0.5, "uer": 0.2} for recipe in ("fair-beam β=1", "fair-beam β=3")]
+    rows.append({**_row("beam+labels", 0.35, 0.45, -0.15, -2.1, 0.25), "id": "a", "steer": "labels",
+                 "lm-likelihood": -1.2, "rouge-l-precision": 0.45, "uer": 0.1})
+    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
+                 "uer": 0.3})
+    table = {r["setting"]: r for r in summarize(rows, ["a"])}
+    assert len(table) == 5 * 5  # β{}+beam, β{1}, β{1}+beam, β{1,3}, β{1,3}+beam at N0, 5 floor sets
+    with_beam = table["labels β{1,3}+beam N0 default+checker=0"]
+    assert (with_beam["not_plain"], with_beam["uer"], with_beam["checker"]) == (1, 0.1, 0.25)
+    assert table["labels β{}+beam N0 default"]["not_plain"] == 1
+    assert table["labels β{1,3} N0 default"]["not_plain"] == 0  # without it: plain
+    assert table["labels β{1,3} N0 fluency+checker=0"]["not_plain"] == 0  # fluency excludes the fair beams
 
 
 def test_dev_sets_are_not_demo_sets():

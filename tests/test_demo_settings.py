@@ -1,6 +1,14 @@
 """The demo says in one line which settings its evenhand column used and why (issue 33)."""
 
-from evenhand.demo import DEFAULTS_WHY, DemoConfig, settings_line, steering_label
+import pytest
+
+from evenhand.demo import (
+    DEFAULTS_WHY,
+    DemoConfig,
+    prompted_beam_recipe,
+    settings_line,
+    steering_label,
+)
 
 
 def test_settings_line_names_every_setting_and_the_reason():
@@ -27,6 +35,21 @@ def test_the_default_settings_line_is_what_the_dev_sweep_chose():
     assert "benchmarks/demo_defaults.py" in DEFAULTS_WHY
 
 
+def test_the_settings_line_names_the_fair_prompt_and_its_prompted_beam():
+    config = DemoConfig(fair_prompt="labels", floors={})
+    assert settings_line(config) == (
+        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, fair prompt 'labels' (+ beam+labels), "
+        f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
+    )
+    assert "fair prompt" not in settings_line(DemoConfig())  # default: none, and not named
+    assert prompted_beam_recipe("definition") == "beam+definition"
+
+
+def test_an_unknown_fair_prompt_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"`fair_prompt` must be one of \('definition', 'labels'\).*'label'"):
+        DemoConfig(fair_prompt="label")
+
+
 def test_negative_candidates_exit_2_before_the_model_loads(capsys):
     from evenhand.cli import main
 
@@ -47,3 +70,35 @@ def test_default_demo_pool_is_the_fair_beams_and_plain(tmp_path, model_dir):
     assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "beam"]
     assert row["config"]["candidates"] == 0 and row["config"]["abstractiveness"] is None
     assert sum(bool(c.get("kept")) for c in row["candidates"]) == 1
+
+
+def test_a_fair_prompt_reaches_every_candidate_and_adds_its_plain_beam(tmp_path, model_dir):
+    import json
+
+    from evenhand.cli import main
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.base import open_engine
+    from evenhand.decoding.generate import generate
+    from evenhand.demo import demo_examples
+
+    out = tmp_path / "d.jsonl"
+    assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
+                 "--fair-prompt", "labels", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "beam+labels", "beam"]
+    assert row["config"]["fair_prompt"] == "labels"
+    # the prompted beam is plain beam search (4 beams, no α, β or λ) under the labels prompt
+    engine = open_engine(str(model_dir))
+    (museum,) = [ex for ex in demo_examples() if ex.id == "museum"]
+    prompted = GenerateConfig(max_new_tokens=4, seed=0, num_beams=4, fair_prompt="labels")
+    assert row["candidates"][2]["text"] == generate(engine, engine.tokenizer, [museum], prompted, progress=False)[0]
+    plain = GenerateConfig(max_new_tokens=4, seed=0, num_beams=4)
+    assert row["plain"] == generate(engine, engine.tokenizer, [museum], plain, progress=False)[0]
+
+
+def test_an_unknown_fair_prompt_exits_2(capsys):
+    from evenhand.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--fair-prompt", "label"])
+    assert exit_info.value.code == 2 and "--fair-prompt" in capsys.readouterr().err

@@ -128,6 +128,13 @@ FAIRNESS_DEFINITION = (
 FAIR_PROMPTS = ("definition", "labels")
 
 
+def check_fair_prompt(fair_prompt: str | None) -> str | None:
+    """``fair_prompt`` if it is ``None`` or one of ``FAIR_PROMPTS``; otherwise a ValueError naming them."""
+    if fair_prompt is not None and fair_prompt not in FAIR_PROMPTS:
+        raise ValueError(f"`fair_prompt` must be one of {FAIR_PROMPTS} or None, got {fair_prompt!r}")
+    return fair_prompt
+
+
 def check_kind(kind: str) -> str:
     """``kind`` if it is a valid ``--prompt-kind``; otherwise a ValueError listing the choices."""
     if kind not in KIND_CHOICES:
@@ -227,8 +234,7 @@ def build_prompt(
         kind: a ``PROMPT_KINDS`` name or ``"auto"`` (by the example's attribute, see
             ``ATTRIBUTE_KINDS``): its instruction, and whether speakers are shown.
     """
-    if fair_prompt is not None and fair_prompt not in FAIR_PROMPTS:
-        raise ValueError(f"`fair_prompt` must be one of {FAIR_PROMPTS} or None, got {fair_prompt!r}")
+    check_fair_prompt(fair_prompt)
     chosen = prompt_kind(example, kind)
     if example.prompt and fair_prompt is None and instruction is None:
         return example.prompt

@@ -17,12 +17,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="List the demo examples and exit.")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="Generator model.")
     from evenhand.args import add_common_options
+    from evenhand.decoding.prompts.templates import FAIR_PROMPTS
 
     add_common_options(parser, "engine")
     parser.add_argument("--max-new-tokens", type=int, default=72, help="Summary length cap.")
     parser.add_argument(
         "--candidates", type=int, default=0,
         help="Sampled candidates reranked with the fair beam ones (default 0: on the dev sweep none was kept).",
+    )
+    parser.add_argument(
+        "--fair-prompt", default=None, choices=FAIR_PROMPTS,
+        help="Give every evenhand candidate this fair prompt ('labels': group labels shown, Equal Coverage; "
+        "'definition': FairSumm's definition) and add plain beam search under it (recipe beam+PROMPT); "
+        "default: none.",
     )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "
