@@ -87,6 +87,33 @@ def test_checker_scorer_aggregates_claims_by_group_and_quantifier(tiny_checker):
     assert 0.0 < scorer.score([ex], [long])[0] < 1.0
 
 
+def test_a_claim_whose_quantifier_the_documents_contradict_scores_minus_one(tiny_checker):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    texts = ["The lamp is bright.", "Bright and warm light.", "The switch broke.", "A lovely bright lamp."]
+    ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "4", "1", "5"))], attribute="rating")
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    # "most" for what one one-star document says: the claim scores -1, the other claim its support
+    summary = "Most reviewers say the switch broke; one reviewer says the lamp is bright."
+    bright = model.probs(texts, ["one reviewer says the lamp is bright."] * 4)
+    scorer = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+    [record] = scorer.score_details([ex], [summary])
+    assert record["claims"] == 2
+    assert record["score"] == pytest.approx((-1.0 + max(bright)) / 2, abs=1e-6)
+    assert record["weakest"] == -1.0
+    # off: the "most" claim is the 2nd largest support of its 4 documents, as any majority claim
+    off = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, quantity_check=False)
+    most = sorted(model.probs(texts, ["Most reviewers say the switch broke"] * 4), reverse=True)[1]
+    assert off.score([ex], [summary])[0] == pytest.approx((most + max(bright)) / 2, abs=1e-6)
+    # another score for such claims
+    half = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, quantity_score=0.0)
+    assert half.score([ex], [summary])[0] == pytest.approx(max(bright) / 2, abs=1e-6)
+    for bad in (-1.5, 2, float("nan"), True):
+        with pytest.raises(ValueError, match="quantity_score"):
+            get_scorer("checker", quantity_score=bad)
+
+
 def test_checker_checks_a_claim_against_its_closest_windows_only(tiny_checker):
     from evenhand.evaluation.data.schema import Document, Example
     from evenhand.evaluation.scoring.registry import get_scorer

@@ -10,12 +10,16 @@ from evenhand.evaluation.data.schema import Document, Example
 from evenhand.rerank.checker.claims import (
     aggregate,
     is_majority,
+    is_minority,
     named_groups,
     numbers,
+    quantity_conflict,
     split_claims,
+    subject,
     unsupported_numbers,
     windows,
 )
+from evenhand.rerank.checker.lexicon import group_polarity
 from evenhand.rerank.checker.model import CheckerOptions, checker_key, read_corpus
 from evenhand.rerank.checker.pairs import build_pairs, negate, polarity, swap_number, swap_opinion
 
@@ -90,6 +94,53 @@ def test_corruptions():
     swapped = swap_number("It lasted 8 months.", rng)
     assert swapped is not None and swapped != "It lasted 8 months." and "months" in swapped
     assert polarity("The soup was delicious") == 1 and polarity("The soup was not delicious") == -1
+
+
+def test_opinion_of_a_claim_by_its_first_opinion_word_and_lemmas():
+    assert polarity("Most guests disliked their stay, praising the cheap rooms") == 0  # "praising" unread
+    assert polarity("Most guests disliked their stay, praising the cheap rooms", lemmas=True) == 1  # 2 to 1
+    assert polarity("Most guests disliked their stay, praising the cheap rooms", lemmas=True, first=True) == -1
+    assert polarity("complaining about the fit") == 0 and polarity("complaining about the fit", lemmas=True) == -1
+    assert polarity("Most players did not enjoy the puzzles", first=True) == -1
+    assert polarity("Not far from the station, guests loved the quiet rooms", first=True) == 1  # 4 words away
+    assert polarity("The reviews cover the menu", first=True) == 0
+    assert [group_polarity(g) for g in ("1", "2", "3", "4", "5", "pos", "neu", "favor")] == [-1, -1, 0, 1, 1, 1, 0, 0]
+
+
+def test_quantity_conflicts_read_subject_groups_and_spread():
+    ratings = ("5", "5", "4", "1", "5")
+    texts = ("The guide was patient and the kayaks were stable.", "Calm water, lovely cliffs, a patient guide.",
+             "Good tour, though my seat strap was torn.", "The guide was rude and we waited an hour.",
+             "We saw seals and the guide was friendly.")
+    ex = Example("kayak", [Document(t, g) for t, g in zip(texts, ratings)], attribute="rating")
+
+    def conflict(claim: str) -> str | None:
+        return quantity_conflict(claim, ex, list(texts))
+
+    # "most" against the ratings: 4 of 5 documents are 4-5 stars, the claim complains
+    assert subject("Most paddlers said the tour was bad") == "Most paddlers"  # no writers' noun: two words
+    assert conflict("Most guests said the tour was bad") == "most against the groups"
+    assert conflict("Most guests did not enjoy the tour") == "most against the groups"
+    assert conflict("Most guests enjoyed the tour") is None
+    # "only one" for what most say (at least two, and more than half, of the subject's documents)
+    assert conflict("Only one guest enjoyed the tour") == "one against the groups"
+    assert conflict("Only one guest complained about the guide") is None
+    # a detail one document states, said of "most": fewer than 30 % of the documents share a content word
+    assert conflict("Most guests said the seat strap was torn") == "most from one document"
+    assert conflict("Most guests mentioned the guide") is None  # 4 of 5 name the guide
+    # the quantifier must be the subject's; fewer than 3 documents are never counted
+    assert conflict("The reviews cover every part of the seat strap") is None
+    assert conflict("but there were a few areas to improve") is None
+    assert quantity_conflict("Most guests said the tour was bad", ex, list(texts[:2])) is None
+    # a subject that names a group counts that group's documents only
+    assert quantity_conflict("Most one-star guests said the tour was bad", ex, [texts[3]]) is None
+    # debates have no rated groups: only the spread rule reads them
+    debate = Example("d", [Document(t, f"Speaker {i}") for i, t in enumerate(texts)], attribute="speaker")
+    assert quantity_conflict("Most speakers said the guide was rude", debate, list(texts)) is None  # 4 of 5
+    assert quantity_conflict("Most speakers said the seat strap was torn", debate, list(texts)) == (
+        "most from one document")
+    assert subject("and most guests said so") == "and most guests" and subject("Calm water everywhere") == "Calm water"
+    assert is_minority("A minority of posts oppose it") and not is_minority("Most posts oppose a minority view")
 
 
 def test_pairs_deterministic_and_both_labels():

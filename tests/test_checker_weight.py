@@ -21,17 +21,18 @@ def test_pair_wins_count_per_kind_with_half_ties() -> None:
     assert wins == {"group": 1.5, "number": 0.0, "all": 1.5}
 
 
-def test_pick_weight_is_the_smallest_meeting_both_bars() -> None:
-    rows = [
-        {"weight": 0.2, "wins": {"all": 47.0, "majority": 7.0, "group": 8.0}},
-        {"weight": 0.0, "wins": {"all": 39.0, "majority": 3.0, "group": 6.0}},
-        {"weight": 0.1, "wins": {"all": 45.0, "majority": 6.0, "group": 8.0}},
-        {"weight": 0.05, "wins": {"all": 44.0, "majority": 5.0, "group": 8.0}},  # 44 in all, one kind at 5
-    ]
+def test_pick_weight_is_the_smallest_meeting_both_bars_in_every_set() -> None:
+    def row(weight: float, *sets: tuple[float, float]) -> dict:
+        return {"weight": weight, "wins": {f"set{i}": {"all": a, "majority": m, "group": 8.0}
+                                           for i, (a, m) in enumerate(sets)}}
+
+    rows = [row(0.2, (47, 7), (46, 7)), row(0.0, (39, 3), (38, 3)), row(0.1, (45, 6), (44, 6)),
+            row(0.05, (44, 6), (44, 5))]  # 0.05: the second set has a kind at 5
     assert pick_weight(rows, 44, 6) == 0.1
     assert pick_weight(rows, 44, 5) == 0.05
-    assert pick_weight(rows, 46, 6) == 0.2
+    assert pick_weight(rows, 45, 6) == 0.2
     assert pick_weight(rows, 48, 0) is None
+    assert pick_weight([row(0.05, (44, 6))], 44, 6) == 0.05  # one set: the dev pairs alone
 
 
 def test_shipped_faithfulness_calibration_holds_the_checker_weight() -> None:

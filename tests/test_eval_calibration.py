@@ -205,7 +205,7 @@ def test_a_calibration_fitted_on_older_scorer_code_warns(tmp_path: Path) -> None
     from evenhand.rerank.scorers.calibrated import load_calibration
 
     shipped = load_calibration("faithfulness")
-    assert shipped.meta["score_versions"] == {"lm-pmi": 0, "rouge-1-precision": 0, "checker": 2}
+    assert shipped.meta["score_versions"] == {"lm-pmi": 0, "rouge-1-precision": 0, "checker": 3}
     cal = {"format": "evenhand-calibration", "version": 1, "target": "coverage",
            "scorers": ["rouge-l-recall", "checker"], "normalize": "zscore",
            "transforms": {"rouge-l-recall": {"mean": 0.5, "std": 0.1}, "checker": {"mean": 0.2, "std": 0.1}},
@@ -213,9 +213,9 @@ def test_a_calibration_fitted_on_older_scorer_code_warns(tmp_path: Path) -> None
            "scorer_options": {}, "meta": {}}
     old = tmp_path / "old.json"  # written before score versions existed: both features fitted at version 0
     old.write_text(json.dumps(cal))
-    with pytest.warns(UserWarning, match=r"fitted on scores of checker \(0 -> 2\) from older scorer code"):
+    with pytest.warns(UserWarning, match=r"fitted on scores of checker \(0 -> 3\) from older scorer code"):
         get_scorer(f"calibrated:{old}", progress=False)
-    cal["meta"]["score_versions"] = {"rouge-l-recall": 0, "checker": 2}
+    cal["meta"]["score_versions"] = {"rouge-l-recall": 0, "checker": 3}
     current = tmp_path / "current.json"
     current.write_text(json.dumps(cal))
     with warnings.catch_warnings():

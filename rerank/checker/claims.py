@@ -26,7 +26,15 @@ from functools import lru_cache
 
 from ...evaluation.data.schema import Example
 from ...evaluation.text.sentences import split_sentences, word_blocks
-from .lexicon import MAJORITY, RATING_RANGES, group_aliases
+from .lexicon import (
+    AUTHORS,
+    MAJORITY,
+    MINORITY,
+    RATING_RANGES,
+    group_aliases,
+    group_polarity,
+    polarity,
+)
 
 _CLAUSE = re.compile(
     r"(?:;\s+|,\s+(?=(?:but|while|whereas|although|though|yet|however)\b)|\s+(?=but\s)|:\s+(?=[a-z])"
@@ -126,6 +134,10 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
 
 
 _CONTENT = re.compile(r"[a-z0-9]+")
+#: Verbs that report what a document says: a claim's frame, not its content.
+_REPORTING = frozenset({"said", "say", "says", "saying", "noted", "note", "notes", "argue", "argues", "argued",
+                        "mention", "mentions", "mentioned", "found", "find", "finds", "felt", "feel", "feels",
+                        "report", "reports", "reported", "wrote", "write", "writes", "claim", "claims", "claimed"})
 
 
 @lru_cache(maxsize=8192)
@@ -177,6 +189,95 @@ def aggregate(doc_support: Sequence[float], majority: bool) -> float:
     return ranked[math.ceil(len(ranked) / 2) - 1]
 
 
+#: Least documents a quantity rule (``quantity_conflict``) reads: with fewer, "most" and "one" barely differ.
+QUANTITY_DOCUMENTS = 3
+#: Most of a majority claim's documents that may share none of its content words.
+SPREAD = 0.3
+
+
+def subject(claim: str) -> str:
+    """The claim's subject: its words up to the first noun naming the documents' writers (among its first
+    ``SUBJECT_WORDS``), else its first two words.
+
+    >>> subject("Most owners were unhappy with the grooming"), subject("Only one guest said so")
+    ('Most owners', 'Only one guest')
+    """
+    words = claim.split()
+    for i, word in enumerate(words[:SUBJECT_WORDS]):
+        if word.lower().strip(",.;:") in AUTHORS:
+            return " ".join(words[: i + 1])
+    return " ".join(words[:2])
+
+
+def is_minority(claim: str) -> bool:
+    """Whether the claim's subject is one or a few of its documents ("only one guest", "a minority of posts").
+
+    >>> is_minority("Only one customer was satisfied"), is_minority("but there were a few areas to improve")
+    (True, False)
+    """
+    return MINORITY.search(subject(claim)) is not None
+
+
+@lru_cache(maxsize=8192)
+def _stems(text: str) -> frozenset[str]:
+    """A text's content words, lemmatized and stemmed (FairSumm's normalization), without stop words,
+    quantifiers and the nouns that name the documents' writers."""
+    from ...evaluation.text.tokens import NLTK_ENGLISH_STOP_WORDS, normalize_word
+
+    return frozenset(normalize_word(w) for w in _CONTENT.findall(text.lower())
+                     if len(w) > 2 and w not in NLTK_ENGLISH_STOP_WORDS and w not in AUTHORS
+                     and w not in _REPORTING and not MAJORITY.fullmatch(w))
+
+
+def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) -> str | None:
+    """Why the claim's quantifier contradicts its documents, or None. Three rules, on at least
+    ``QUANTITY_DOCUMENTS`` documents; a group's opinion is its rating or sentiment label
+    (``lexicon.group_polarity``), the claim's the opinion words it uses (``lexicon.polarity``):
+
+    A claim is majority or minority here by its subject (``subject``: "most guests", "only one reviewer";
+    not "every aspect").
+
+    - ``"most against the groups"``: a majority claim whose opinion is the opposite of most of the
+      documents its subject covers (all of them unless the subject names a group: "most guests
+      complained" when most gave four or five stars);
+    - ``"one against the groups"``: a minority claim ("only one guest was satisfied") whose opinion is that of
+      at least two and more than half of the documents its subject covers;
+    - ``"most from one document"``: a majority claim whose content words (stemmed, without stop words and
+      the writers' nouns) are shared by fewer than ``SPREAD`` of the documents it is checked against
+      ("most reviewers said the hinge rattles" when one review mentions a hinge) — unless its opinion
+      is that of most of them ("most guests were happy", which states no detail).
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document("The lid hinge rattles.", "4"), Document("Great rice.", "5"),
+    ...                    Document("Lovely timer.", "5"), Document("Good, cheap.", "4")], attribute="rating")
+    >>> docs = [d.text for d in ex.documents]
+    >>> [quantity_conflict(c, ex, docs) for c in ("Most reviewers said the lid hinge rattles",
+    ...     "Most reviewers were unhappy", "Only one reviewer was happy", "Most reviewers were happy")]
+    ['most from one document', 'most against the groups', 'one against the groups', None]
+    """
+    majority, minority = MAJORITY.search(subject(claim)) is not None, is_minority(claim)
+    if not (majority or minority) or len(documents) < QUANTITY_DOCUMENTS:
+        return None
+    opinion = polarity(claim, lemmas=True, first=True)
+    attribute = (example.attribute or "").lower()
+    covered = ([d for d in example.documents if d.text in documents] if named_groups(subject(claim), example)
+               else example.documents)
+    groups = [group_polarity(d.group) for d in covered] if attribute in ("rating", "sentiment") else []
+    agree = sum(g == opinion for g in groups) if opinion else 0
+    against = sum(g == -opinion for g in groups) if opinion else 0
+    if len(groups) >= QUANTITY_DOCUMENTS:
+        if majority and 2 * against > len(groups):
+            return "most against the groups"
+        if minority and not majority and agree >= 2 and 2 * agree > len(groups):
+            return "one against the groups"
+    if majority and not 2 * agree >= len(groups) > 0:
+        words = _stems(claim)
+        sharing = sum(bool(words & _stems(text)) for text in documents)
+        if sharing < SPREAD * len(documents):
+            return "most from one document"
+    return None
+
+
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+")
 _UNITS = {w: i for i, w in enumerate(
     ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -185,9 +286,7 @@ _TENS = {w: 10 * i for i, w in enumerate(
     ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), ) if w}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 #: Words after a number that make it a count of people or a rating, not a fact of the source.
-_NOT_FACTS = {"star", "stars", "reviewer", "reviewers", "guest", "guests", "customer", "customers", "patient",
-              "patients", "speaker", "speakers", "people", "users", "user", "of", "out", "said", "say", "says",
-              "others", "other", "participants", "sides", "groups", "buyers", "owners", "parents", "residents"}
+_NOT_FACTS = AUTHORS | {"star", "stars", "of", "out", "said", "say", "says", "other", "sides", "groups"}
 #: Words after a number that say nothing about what it counts.
 _NEUTRAL = {"", "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "per", "more", "less", "than",
             "is", "are", "was", "were", "that", "with", "by"}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
 #: Praise word -> its complaint antonym (each pair is swapped both ways by the corruption code).
 OPINION_PAIRS: tuple[tuple[str, str], ...] = (
     ("good", "bad"), ("great", "poor"), ("excellent", "terrible"), ("fresh", "stale"),
@@ -55,6 +57,21 @@ MAJORITY = re.compile(
     r"generally|commonly|several|numerous|the bulk of|broadly|unanimously|consistently)\b",
     re.IGNORECASE,
 )
+#: A claim with one of these among its subject words is about one or a few of its documents.
+MINORITY = re.compile(
+    r"\b(only one|just one|a single|one single|not one|a minority|only a few|only two|none|no one|nobody|"
+    r"hardly any|few)\b",
+    re.IGNORECASE,
+)
+#: Nouns that name the writers of the documents: a claim's subject, not a fact it states.
+AUTHORS = frozenset({
+    "reviewer", "reviewers", "guest", "guests", "customer", "customers", "patient", "patients", "speaker",
+    "speakers", "people", "person", "user", "users", "participants", "participant", "buyers", "buyer", "owners",
+    "owner", "parents", "parent", "residents", "resident", "post", "posts", "tweet", "tweets", "riders", "rider",
+    "learners", "learner", "diners", "diner", "visitors", "visitor", "travellers", "travelers", "players",
+    "students", "members", "critics", "supporters", "opponents", "commenters", "writers", "authors", "everyone",
+    "everybody", "others", "review", "reviews", "comments", "articles", "texts",
+})
 #: Subjects of template claims: (phrase, is it a majority quantifier).
 SUBJECTS = (
     ("One reviewer", False), ("A reviewer", False), ("One customer", False), ("Someone", False),
@@ -122,6 +139,54 @@ def group_aliases(attribute: str, value: str, values: list[str]) -> tuple[str, .
         if sum(1 for other in values if other.lower().split()[:1] == [role]) == 1:
             aliases.append(role)  # a role held by one speaker only
     return tuple(aliases)
+
+
+def polarity(text: str, lemmas: bool = False, first: bool = False) -> int:
+    """+1 (more praise words), -1 (more complaint words, or a negation), 0 (neither); with ``lemmas``
+    a word also counts by its lemma ("praising" as "praise"); with ``first`` only the first opinion word
+    counts (a claim's main verb: "disliked the visit, praising the lanes" is a complaint), flipped by a
+    negation among the three words before it.
+
+    >>> polarity("The fish is fresh"), polarity("The soup was cold"), polarity("It is fine")
+    (1, -1, 0)
+    >>> polarity("complaining about the fit"), polarity("complaining about the fit", lemmas=True)
+    (0, -1)
+    >>> polarity("disliked the visit, praising the cheap deals", first=True)
+    -1
+    >>> polarity("did not enjoy the clever puzzles", lemmas=True, first=True)
+    -1
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    if lemmas:
+        from ...evaluation.text.tokens import lemma
+
+        words = [w if w in PRAISE or w in COMPLAINT else lemma(w) for w in words]
+    negations = [w in ("not", "never", "no") or w.endswith("n't") for w in words]
+    if first:
+        for i, w in enumerate(words):
+            if w in PRAISE or w in COMPLAINT:
+                sign = 1 if w in PRAISE else -1
+                return -sign if any(negations[max(0, i - 3):i]) else sign
+        return 0
+    pos = sum(w in PRAISE for w in words)
+    neg = sum(w in COMPLAINT for w in words)
+    if any(negations):
+        pos, neg = neg, pos + 1
+    return (pos > neg) - (neg > pos)
+
+
+def group_polarity(group: str | None) -> int:
+    """+1 for a praising group (4 or 5 stars, ``pos``), -1 for a complaining one (1 or 2 stars, ``neg``), else 0.
+
+    >>> [group_polarity(g) for g in ("5", "3", "neg", "Councillor Reyes", None)]
+    [1, 0, -1, 0, 0]
+    """
+    g = (group or "").lower()
+    if g in ("4", "5", "pos", "positive"):
+        return 1
+    if g in ("1", "2", "neg", "negative"):
+        return -1
+    return 0
 
 
 #: For ratings, words naming a range of groups: (pattern, predicate on the integer rating).

@@ -40,6 +40,8 @@ from .lexicon import (
     PRAISE_VERBS,
     REPORT_VERBS,
     SUBJECTS,
+    group_polarity,
+    polarity,
 )
 
 _SWAP = {**{a: b for a, b in OPINION_PAIRS}, **{b: a for a, b in OPINION_PAIRS}}
@@ -60,20 +62,6 @@ class Pair:
     claim: str
     label: int
     kind: str
-
-
-def polarity(text: str) -> int:
-    """+1 (more praise words), -1 (more complaint words, or a negation), 0 (neither).
-
-    >>> polarity("The fish is fresh"), polarity("The soup was cold"), polarity("It is fine")
-    (1, -1, 0)
-    """
-    words = [w.lower() for w in _WORD.findall(text)]
-    pos = sum(w in PRAISE for w in words)
-    neg = sum(w in COMPLAINT for w in words)
-    if any(w in ("not", "never", "no") or w.endswith("n't") for w in words):
-        pos, neg = neg, pos + 1
-    return (pos > neg) - (neg > pos)
 
 
 def aspects(text: str) -> list[str]:
@@ -187,15 +175,6 @@ def _clauses(sentence: str) -> list[str]:
     return [p.strip(" .") + "." for p in parts if len(p.split()) >= 3]
 
 
-def _group_polarity(group: str | None) -> int:
-    g = (group or "").lower()
-    if g in ("4", "5", "pos"):
-        return 1
-    if g in ("1", "2", "neg"):
-        return -1
-    return 0
-
-
 def build_pairs(examples: Sequence[dict], seed: int = 0, rounds: int = 2) -> list[Pair]:
     """Supported and corrupted (premise, claim) pairs from source examples (see the module docstring).
 
@@ -228,7 +207,7 @@ def _sentence_pairs(
     supported = [sentence, reported(sentence, rng)]
     if len(clauses) > 1:
         supported.append(rng.choice([clause, reported(clause, rng)]))
-    pol = polarity(clause) or (_group_polarity(group) if len(clauses) == 1 else 0)
+    pol = polarity(clause) or (group_polarity(group) if len(clauses) == 1 else 0)
     clause_aspects = aspects(clause)
     if pol and clause_aspects:
         aspect = rng.choice(clause_aspects)

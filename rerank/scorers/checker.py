@@ -11,7 +11,12 @@ claim's score aggregates its documents' support by its quantifier
 (``claims.aggregate``: "most" needs half of them, "one" needs one), times
 ``number_factor`` when the claim states a number that none of those documents
 states about the same thing (``claims.unsupported_numbers``: the cross-encoder
-reads digits poorly); the summary's score is the mean over its claims, in [0, 1]. A summary without
+reads digits poorly); a claim whose quantifier contradicts them
+(``claims.quantity_conflict``: "most" against the documents' ratings or for a
+detail few of them share, "only one" for what most say; the cross-encoder reads
+one document at a time and cannot count) scores ``quantity_score`` (-1) instead;
+the summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
+such claims). A summary without
 claims scores ``empty_score``.
 
 The checker is a MiniLM cross-encoder trained offline by the project
@@ -34,6 +39,7 @@ from ..checker.claims import (
     closest_windows,
     is_majority,
     named_groups,
+    quantity_conflict,
     split_claims,
     unsupported_numbers,
     windows,
@@ -55,6 +61,12 @@ class CheckerScorerConfig(ScorerConfig):
     empty_score: float = field(default=0.0, metadata={"help": "Score of a summary without claims."})
     number_factor: float = field(default=0.25, metadata={
         "help": "Factor on the score of a claim stating a number its documents do not state (1: no check)."})
+    quantity_check: bool = field(default=True, metadata={
+        "help": "Score a claim whose quantifier its documents contradict ('most' against most groups' ratings or "
+        "for a detail few documents share, 'only one' for what most say) as `quantity_score`."})
+    quantity_score: float = field(default=-1.0, metadata={
+        "help": "Score of such a claim in place of its support, in [-1, 1] (default -1: below any claim that is "
+        "merely unsupported)."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
@@ -64,8 +76,12 @@ class CheckerScorerConfig(ScorerConfig):
         check_count(self.max_windows, "max_windows", low=0, high=10_000)
         if not isinstance(self.max_length, int) or self.max_length < 16:
             raise ValueError(f"`max_length` must be an int >= 16, got {self.max_length!r}")
-        if not 0.0 <= self.number_factor <= 1.0:
-            raise ValueError(f"`number_factor` must be in [0, 1], got {self.number_factor!r}")
+        for name, low in (("number_factor", 0.0), ("quantity_score", -1.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 1.0:
+                raise ValueError(f"`{name}` must be a number in [{low:g}, 1], got {value!r}")
+        if not isinstance(self.quantity_check, bool):
+            raise ValueError(f"`quantity_check` must be true or false, got {self.quantity_check!r}")
 
 
 def claim_documents(claim: str, example: Example) -> list[str]:
@@ -80,8 +96,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     """Support of each claim of the summary by the documents it is about, by evenhand's checker."""
 
     Config = CheckerScorerConfig
-    # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows
-    score_version = 2
+    # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
+    # 3: quantity_check
+    score_version = 3
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -113,7 +130,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         model = self._load()
-        plans = []  # per output: per claim (majority, [window indices per document], number factor)
+        plans = []  # per output: per claim (majority, [window indices per document], number factor, conflict)
         premises: list[str] = []
         hypotheses: list[str] = []
         split: dict[str, list[str]] = {}  # a document's windows, cut once for all claims of the batch
@@ -123,6 +140,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 docs = []
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
+                if self.config.quantity_check and quantity_conflict(claim, ex, texts) is not None:
+                    plan.append((False, [], 1.0, True))  # scored quantity_score: no window to check
+                    continue
                 majority = is_majority(claim)
                 for text in texts:
                     if text not in split:
@@ -132,13 +152,14 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                     docs.append(list(range(len(premises), len(premises) + len(keep))))
                     premises.extend(doc[i] for i in keep)
                     hypotheses.extend([claim] * len(keep))
-                plan.append((majority, docs, factor))
+                plan.append((majority, docs, factor, False))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
         results = []
         for plan in plans:
-            scores = [factor * aggregate([max(probs[i] for i in rows) for rows in docs if rows], majority)
-                      for majority, docs, factor in plan]
+            scores = [self.config.quantity_score if conflict
+                      else factor * aggregate([max(probs[i] for i in rows) for rows in docs if rows], majority)
+                      for majority, docs, factor, conflict in plan]
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
                 "backend": self.backend_name, "claims": len(scores),
