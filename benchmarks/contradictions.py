@@ -28,7 +28,8 @@ debates and tweets), written after the first had been seen and run once to repor
 
 ``benchmarks/data/contradictions_v3.jsonl`` is a third held-out set of the same form (48 pairs, 12 more source
 sets: 6 review sets, 3 debates with speakers or stances, 3 tweet sets by party or stance), written by hand after
-the second had been run once to report, and not run by its author.
+the second had been run once to report, and not run by its author; it was run once, after the checker's
+quantity rules (checker ``score_version`` 3), which were written on the dev pairs and the first two sets.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v3.jsonl
 """

@@ -115,7 +115,10 @@ DEFAULTS_WHY = (
     "lm-likelihood -1.523 vs -1.491; β{1,3} beat β{1} (UER 0.062 vs 0.064); no sampled candidate was kept (18 of "
     "18 fell 0.7-4.2 nats below plain's fluency), so none are drawn; the extraction reward h=2 kept fairer "
     "summaries (UER 0.055) but lm-likelihood fell (-1.520) and on reading they were no more faithful, so it is off; "
-    "α 3 beat α 1 and 6 (checker 0.161 vs 0.159 and 0.160, UER 0.062 vs 0.064 and 0.065); the checker floor at 0 "
+    "α 3 beat α 1 and 6 (checker 0.161 vs 0.159 and 0.160, UER 0.062 vs 0.064 and 0.065); prompting with group "
+    "labels or the fairness definition stays off (labels kept plain everywhere; definition raised UER to 0.075 "
+    "and added unsupported statements); the "
+    "checker floor at 0 "
     "(no candidate the checker rates below plain) is the issue's rule"
 )
 
