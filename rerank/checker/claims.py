@@ -191,7 +191,7 @@ def aggregate(doc_support: Sequence[float], majority: bool) -> float:
 
 #: Least documents a quantity rule (``quantity_conflict``) reads: with fewer, "most" and "one" barely differ.
 QUANTITY_DOCUMENTS = 3
-#: Most of a majority claim's documents that may share none of its content words.
+#: A majority claim whose content words appear in fewer than this share of its documents states a few documents' detail.
 SPREAD = 0.3
 
 
@@ -230,12 +230,11 @@ def _stems(text: str) -> frozenset[str]:
 
 
 def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) -> str | None:
-    """Why the claim's quantifier contradicts its documents, or None. Three rules, on at least
-    ``QUANTITY_DOCUMENTS`` documents; a group's opinion is its rating or sentiment label
-    (``lexicon.group_polarity``), the claim's the opinion words it uses (``lexicon.polarity``):
-
-    A claim is majority or minority here by its subject (``subject``: "most guests", "only one reviewer";
-    not "every aspect").
+    """Why the claim's quantifier contradicts its documents, or None. A claim is majority or minority
+    here by its subject (``subject``: "most guests", "only one reviewer"; not "every aspect"). Three
+    rules, on at least ``QUANTITY_DOCUMENTS`` documents; a group's opinion is its rating or sentiment
+    label (``lexicon.group_polarity``), the claim's is its first opinion word, lemmatized, flipped by a
+    negation just before it (``lexicon.polarity``):
 
     - ``"most against the groups"``: a majority claim whose opinion is the opposite of most of the
       documents its subject covers (all of them unless the subject names a group: "most guests
