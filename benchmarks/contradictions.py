@@ -32,6 +32,12 @@ the second had been run once to report, and not run by its author; it was run on
 quantity rules (checker ``score_version`` 3), which were written on the dev pairs and the first two sets.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v3.jsonl
+
+``benchmarks/data/contradictions_v4.jsonl`` is a fourth held-out set of the same form (48 pairs, 12 more source
+sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or stances, 3 post sets by sentiment,
+party or stance), written by hand after the third had been run once to report, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v4.jsonl
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ DEV = Path(__file__).with_name("data") / "checker_dev.jsonl"
 HELD_OUT_2 = Path(__file__).with_name("data") / "contradictions_v2.jsonl"
 #: A third held-out set, written after the second had been seen.
 HELD_OUT_3 = Path(__file__).with_name("data") / "contradictions_v3.jsonl"
+#: A fourth held-out set, written after the third had been run.
+HELD_OUT_4 = Path(__file__).with_name("data") / "contradictions_v4.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

@@ -6,6 +6,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # benchmarks/ is a folder of the checkout, not an installed package
 
@@ -70,11 +72,17 @@ def test_second_held_out_set_is_well_formed_and_new():
     assert not ids & {ex.id for ex in demo_examples()}
 
 
-def test_third_held_out_set_is_well_formed_and_new():
+@pytest.mark.parametrize(("path", "earlier"), [
+    (contradictions.HELD_OUT_3, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2)),
+    (contradictions.HELD_OUT_4,
+     (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2, contradictions.HELD_OUT_3)),
+], ids=["third", "fourth"])
+def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
+    from evenhand.evaluation.text.sentences import split_sentences
     from evenhand.rerank.checker.model import read_corpus
 
-    rows = contradictions.read_pairs(contradictions.HELD_OUT_3)
+    rows = contradictions.read_pairs(path)
     assert_eight_per_kind_and_one_edit(rows)
     by_source: dict[str, list[dict]] = {}
     for row in rows:
@@ -83,13 +91,13 @@ def test_third_held_out_set_is_well_formed_and_new():
     for group in by_source.values():  # one source and one faithful summary per source set, several groups in it
         assert len({repr(r["source"]) for r in group}) == 1 and len({r["faithful"] for r in group}) == 1
         assert len({d["group"] for d in group[0]["source"]["documents"]}) >= 2
+        assert len({r["kind"] for r in group}) == len(group) == 4  # 4 pairs of 4 different kinds
     ids = set(by_source)
-    texts = {d["text"] for r in rows for d in r["source"]["documents"]}
+    sentences = {s for r in rows for d in r["source"]["documents"] for s in split_sentences(d["text"])}
     others = [(r["source"]["id"], [d["text"] for d in r["source"]["documents"]])
-              for path in (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2)
-              for r in contradictions.read_pairs(path)]
+              for other in earlier for r in contradictions.read_pairs(other)]
     others += [(ex["id"], [d["text"] for d in ex["documents"]]) for ex in read_corpus()]
     others += [(ex.id, [d.text for d in ex.documents]) for ex in demo_examples()]
-    assert len(others) > 3 * 48 + 30
+    assert len(others) > len(earlier) * 48 + 30
     assert not ids & {sid for sid, _ in others}
-    assert not texts & {text for _, docs in others for text in docs}
+    assert not sentences & {s for _, docs in others for text in docs for s in split_sentences(text)}
