@@ -38,6 +38,12 @@ sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or 
 party or stance), written by hand after the third had been run once to report, and not run by its author.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v4.jsonl
+
+``benchmarks/data/contradictions_v5.jsonl`` is a fifth held-out set of the same form (48 pairs, 12 more source
+sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
+party or stance), written by hand after the fourth had been written, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v5.jsonl
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ HELD_OUT_2 = Path(__file__).with_name("data") / "contradictions_v2.jsonl"
 HELD_OUT_3 = Path(__file__).with_name("data") / "contradictions_v3.jsonl"
 #: A fourth held-out set, written after the third had been run.
 HELD_OUT_4 = Path(__file__).with_name("data") / "contradictions_v4.jsonl"
+#: A fifth held-out set, written after the fourth.
+HELD_OUT_5 = Path(__file__).with_name("data") / "contradictions_v5.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")
