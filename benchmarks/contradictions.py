@@ -35,13 +35,15 @@ quantity rules (checker ``score_version`` 3), which were written on the dev pair
 
 ``benchmarks/data/contradictions_v4.jsonl`` is a fourth held-out set of the same form (48 pairs, 12 more source
 sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or stances, 3 post sets by sentiment,
-party or stance), written by hand after the third had been run once to report, and not run by its author.
+party or stance), written by hand after the third had been run once to report, and not run by its author; run once, with the
+same scorer as the third.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v4.jsonl
 
 ``benchmarks/data/contradictions_v5.jsonl`` is a fifth held-out set of the same form (48 pairs, 12 more source
 sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
-party or stance), written by hand after the fourth had been written, and not run by its author.
+party or stance), written by hand after the fourth had been written, and not run by its author; run once, with
+the same scorer as the third and fourth (docs/reranking.md has all three tables).
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v5.jsonl
 """
