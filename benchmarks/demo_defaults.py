@@ -100,7 +100,8 @@ def settings() -> list[dict[str, Any]]:
     grid = []
     for steer, betas, n, floors in itertools.product(STEERINGS, ((), (1.0,), BETAS), (0, 2, SAMPLED), FLOOR_GRID):
         extra = extra_recipe(steer)
-        for prompted in (False, True) if extra is not None else (False,):
+        # a steering that shares another's fair beams has settings with its extra candidate only
+        for prompted in (True,) if steer in SHARED_BEAMS else (False, True) if extra is not None else (False,):
             if not betas and not prompted:  # plain alone: no setting
                 continue
             beta_text = ",".join(f"{b:g}" for b in betas)

@@ -6,8 +6,11 @@ plain beam search (4 beams, no α, β or λ) under the example's prompt kind, st
 its reply with a phrase that names the group (``group_phrase``: "The five-star
 reviewers", "Mayor Lindqvist", "The supporters"), which it continues. The first
 sentence of each reply is kept (``first_sentence``: a sentence cut off by the token
-budget loses its dangling words and gets a full stop); one that does not name its
-group gets the phrase in front (``name_group``); the sentences are joined in the
+budget is cut back to its last comma, loses its dangling words and gets a full stop),
+without a last clause about another group (``own_group``: the model read only this
+group's documents, yet the kind's instruction, likes *and* complaints, leads it on to
+"..., while the other reviewer praised ..."); one that does not name its group gets the
+phrase in front (``name_group``); the sentences are joined in the
 group order of ``group_order`` (a reply that says nothing past the phrase is left out).
 Every group with documents is represented by construction, and the model reads only a
 group's few documents at a time.
@@ -30,7 +33,7 @@ from ..evaluation.text.sentences import split_sentences
 from .config import GenerateConfig
 
 #: Fewest new tokens a group's sentence gets, whatever the total budget and the number of groups.
-MIN_GROUP_TOKENS = 20
+MIN_GROUP_TOKENS = 24
 #: Beams of each group's plain beam search (the demo's plain summary uses 4).
 GROUP_BEAMS = 4
 
@@ -131,13 +134,16 @@ def name_group(sentence: str, phrase: str) -> str:
 
 
 def first_sentence(text: str) -> str:
-    """The first sentence of ``text``; one cut off (no final ``.``, ``!`` or ``?``) loses its trailing
-    dangling words ("and", "the"...) and commas and ends with a full stop; ``""`` for blank text.
+    """The first sentence of ``text``; one cut off (no final ``.``, ``!`` or ``?``) is cut back to its
+    last comma, if any, loses its trailing dangling words ("and", "the"...) and ends with a full stop;
+    ``""`` for blank text.
 
     >>> first_sentence("The staff were kind. Parking was hard.")
     'The staff were kind.'
     >>> first_sentence("The staff were kind, and the")
     'The staff were kind.'
+    >>> first_sentence("The lining tore, while another said they were too")
+    'The lining tore.'
     """
     sentences = split_sentences(text)
     if not sentences:
@@ -145,10 +151,39 @@ def first_sentence(text: str) -> str:
     sentence = sentences[0]
     if re.search(r"[.!?][\"'”’)\]]*$", sentence):
         return sentence
+    if "," in sentence:  # cut off in a later clause: keep the clauses before it
+        sentence = sentence[: sentence.rindex(",")]
     words = sentence.rstrip(" ,;:-–—").split()
     while len(words) > 1 and words[-1].lower().strip(",;:") in _DANGLING:
         words.pop()
     return " ".join(words).rstrip(",;:-–—") + "."
+
+
+#: A last clause that turns to other reviewers or groups: ", while the other reviewer ...",
+#: ", but the two-starred reviewers ...", ", whereas others ...".
+_OTHER_GROUP = re.compile(
+    r",?\s+(?:while|whereas|but|and|although|though)\s+(?:the\s+|some\s+|all\s+|most\s+)?"
+    r"(?:others?\b|another\b|[\w-]*-starr?e?d?\b|\w+\s+other\b|other\b)[^,]*$",
+    re.IGNORECASE,
+)
+
+
+def own_group(sentence: str) -> str:
+    """``sentence`` without a last clause about other reviewers or groups, which a sentence written
+    from one group's documents cannot support; the full stop kept.
+
+    >>> own_group("The one-star reviewer complained about the price, while the other reviewer praised it.")
+    'The one-star reviewer complained about the price.'
+    >>> own_group("The two-star reviewer liked the box but the three-starred reviewer did not.")
+    'The two-star reviewer liked the box.'
+    >>> own_group("Kim argued that the pool should stay open while repairs go ahead.")
+    'Kim argued that the pool should stay open while repairs go ahead.'
+    """
+    end = re.search(r"[.!?][\"'”’)\]]*$", sentence)
+    stop = end.group(0) if end else ""
+    body = sentence[: len(sentence) - len(stop)]
+    cut = _OTHER_GROUP.sub("", body)
+    return cut + (stop or ".") if cut.strip() and cut != body else sentence
 
 
 def group_examples(example: Example) -> list[tuple[str, Example]]:
@@ -166,8 +201,8 @@ def group_examples(example: Example) -> list[tuple[str, Example]]:
 def group_budget(max_new_tokens: int, groups: int) -> int:
     """New tokens per group: the total split evenly, at least ``MIN_GROUP_TOKENS``.
 
-    >>> group_budget(72, 3), group_budget(72, 4)
-    (24, 20)
+    >>> group_budget(72, 2), group_budget(72, 4)
+    (36, 24)
     """
     return max(MIN_GROUP_TOKENS, max_new_tokens // max(groups, 1))
 
@@ -195,8 +230,9 @@ def join_sentences(sentences: list[str]) -> str:
 
 def groupwise_summary(model: Any, tokenizer: Any, example: Example, config: GenerateConfig) -> str:
     """The group-wise summary of ``example``: per group (``group_order``), the first sentence of
-    plain beam search over its documents (``group_config``, ``group_budget`` of
-    ``config.max_new_tokens``), named by its group (``name_group``), joined."""
+    plain beam search over its documents (``group_config``, a ``group_budget`` of
+    ``config.max_new_tokens``) without a clause about another group (``own_group``), named by
+    its group (``name_group``), joined."""
     from .generate import generate
 
     parts = group_examples(example)
@@ -205,7 +241,7 @@ def groupwise_summary(model: Any, tokenizer: Any, example: Example, config: Gene
     for group, sub in parts:
         phrase = group_phrase(example, group, len(sub.documents))
         text = generate(model, tokenizer, [sub], group_config(config, budget, phrase), progress=False)[0]
-        sentence = first_sentence(text)
+        sentence = own_group(first_sentence(text))
         if sentence.rstrip(".").strip() == phrase:  # the group named, nothing said of it: left out
             sentence = ""
         sentences.append(name_group(sentence, phrase) if sentence else "")
