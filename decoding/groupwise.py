@@ -10,10 +10,11 @@ budget is cut back to its last comma, loses its dangling words and gets a full s
 without a last clause about another group (``own_group``: the model read only this
 group's documents, yet the kind's instruction, likes *and* complaints, leads it on to
 "..., while the other reviewer praised ..."); one that does not name its group gets the
-phrase in front (``name_group``); the sentences are joined in the
-group order of ``group_order`` (a reply that says nothing past the phrase is left out).
-Every group with documents is represented by construction, and the model reads only a
-group's few documents at a time.
+phrase in front (``name_group``); the sentences are joined in the group order of
+``group_order`` (a reply that says nothing past the phrase is left out).
+``per_group="ratio"`` gives a group more sentences by its share of the words
+(``sentence_counts``). Every group with documents is represented by construction, and
+the model reads only a group's few documents at a time.
 
 Group order: the example's group order (``Example.groups``: ``group_values`` or first
 appearance), except that numeric ratings go from the highest to the lowest (five
@@ -25,6 +26,7 @@ setting per call); within a call, beam search, so the same inputs give the same 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -34,6 +36,10 @@ from .config import GenerateConfig
 
 #: Fewest new tokens a group's sentence gets, whatever the total budget and the number of groups.
 MIN_GROUP_TOKENS = 24
+#: Sentences the ``"ratio"`` split shares out at least (one per group when there are more groups).
+MIN_SENTENCES = 3
+#: How many sentences a group gets (``sentence_counts``).
+PER_GROUP = ("ratio", "one")
 #: Beams of each group's plain beam search (the demo's plain summary uses 4).
 GROUP_BEAMS = 4
 
@@ -133,6 +139,42 @@ def name_group(sentence: str, phrase: str) -> str:
     return f"{phrase} said that {body}"
 
 
+def sentence_counts(example: Example, groups: list[str], per_group: str = "one") -> list[int]:
+    """How many sentences each of ``groups`` gets: ``"one"`` (the default), one each; ``"ratio"``, its
+    share of the documents' words (FairSumm's ``ratio`` target reads the sources' shares) times
+    ``max(len(groups), MIN_SENTENCES)``, rounded half up, at least one. On the dev sweep ``"ratio"``
+    was no fairer by UER and its extra sentences added unsupported statements (docs/reranking.md).
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document("a b c d e f", "5"), Document("g h", "1")], "rating")
+    >>> sentence_counts(ex, ["5", "1"]), sentence_counts(ex, ["5", "1"], "ratio")
+    ([1, 1], [2, 1])
+    """
+    if per_group not in PER_GROUP:
+        raise ValueError(f"`per_group` must be one of {PER_GROUP}, got {per_group!r}")
+    if per_group == "one":
+        return [1] * len(groups)
+    words = [sum(len(d.text.split()) for d in example.documents if d.group == g) for g in groups]
+    total = max(sum(words), 1)
+    slots = max(len(groups), MIN_SENTENCES)
+    return [max(1, math.floor(slots * w / total + 0.5)) for w in words]
+
+
+def leading_sentences(text: str, count: int) -> list[str]:
+    """The first ``count`` sentences of ``text``: the first one repaired when cut off
+    (``first_sentence``), a later one cut off by the token budget left out.
+
+    >>> leading_sentences("It was fine. The staff were kind. Parking", 3)
+    ['It was fine.', 'The staff were kind.']
+    """
+    sentences = split_sentences(text)[:count]
+    if not sentences:
+        return []
+    kept = [first_sentence(sentences[0])]
+    kept += [s for s in sentences[1:] if re.search(r"[.!?][\"'”’)\]]*$", s)]
+    return kept
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of ``text``; one cut off (no final ``.``, ``!`` or ``?``) is cut back to its
     last comma, if any, loses its trailing dangling words ("and", "the"...) and ends with a full stop;
@@ -228,21 +270,28 @@ def join_sentences(sentences: list[str]) -> str:
     return " ".join(s.strip() for s in sentences if s.strip())
 
 
-def groupwise_summary(model: Any, tokenizer: Any, example: Example, config: GenerateConfig) -> str:
-    """The group-wise summary of ``example``: per group (``group_order``), the first sentence of
+def groupwise_summary(
+    model: Any, tokenizer: Any, example: Example, config: GenerateConfig, per_group: str = "one",
+) -> str:
+    """The group-wise summary of ``example``: per group (``group_order``), the leading sentences
+    (``sentence_counts``: ``per_group`` ``"one"``, or ``"ratio"``: by its share of the words) of
     plain beam search over its documents (``group_config``, a ``group_budget`` of
-    ``config.max_new_tokens``) without a clause about another group (``own_group``), named by
-    its group (``name_group``), joined."""
+    ``config.max_new_tokens`` per sentence), each without a clause about another group
+    (``own_group``), the first named by its group (``name_group``), joined."""
     from .generate import generate
 
     parts = group_examples(example)
-    budget = group_budget(config.max_new_tokens, len(parts))
+    counts = sentence_counts(example, [g for g, _ in parts], per_group)
+    budget = group_budget(config.max_new_tokens, sum(counts))
     sentences = []
-    for group, sub in parts:
+    for (group, sub), count in zip(parts, counts):
         phrase = group_phrase(example, group, len(sub.documents))
-        text = generate(model, tokenizer, [sub], group_config(config, budget, phrase), progress=False)[0]
-        sentence = own_group(first_sentence(text))
-        if sentence.rstrip(".").strip() == phrase:  # the group named, nothing said of it: left out
-            sentence = ""
-        sentences.append(name_group(sentence, phrase) if sentence else "")
+        sub_config = group_config(config, budget * count, phrase)
+        text = generate(model, tokenizer, [sub], sub_config, progress=False)[0]
+        said = [own_group(sentence) for sentence in leading_sentences(text, count)]
+        if said and said[0].rstrip(".").strip() == phrase:  # the group named, nothing said of it
+            said = said[1:]
+        if said:
+            said[0] = name_group(said[0], phrase)
+        sentences += said
     return join_sentences(sentences)

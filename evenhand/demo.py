@@ -11,7 +11,9 @@ prints them side by side:
   recipes under the same processors (default N = 0: on the dev sweep no sample cleared
   the fluency floor; ``--candidates N`` adds them), with ``fair_prompt`` (``--fair-prompt``;
   default none: on the dev sweep it made the kept summaries less fair and less faithful) all of
-  them under that fair prompt plus plain beam search under it, plus the plain summary itself, reranked by
+  them under that fair prompt plus plain beam search under it, with ``groupwise`` (``--groupwise``;
+  default off: on the dev sweep it was less fair by UER than plain on 4 of 6 sets and never kept) the
+  group-wise summary (one sentence per group, ``decoding.groupwise``), plus the plain summary itself, reranked by
   the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
   (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
   ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal

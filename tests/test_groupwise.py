@@ -15,9 +15,11 @@ from evenhand.decoding.groupwise import (
     group_phrase,
     groupwise_summary,
     join_sentences,
+    leading_sentences,
     name_group,
     names_group,
     own_group,
+    sentence_counts,
 )
 from evenhand.evaluation.data.schema import Document, Example
 from evenhand.evaluation.errors import DataError
@@ -81,6 +83,26 @@ def test_first_sentence_and_the_cut_off_one():
     assert first_sentence("   ") == ""
 
 
+def test_sentence_counts_follow_the_groups_word_shares():
+    # words: five-star 4 + 3 = 7, four-star 2, one-star 2 of 11; 3 slots -> 1.91, 0.55, 0.55
+    assert sentence_counts(TENT, ["5", "4", "1"], "ratio") == [2, 1, 1]
+    assert sentence_counts(TENT, ["5", "4", "1"]) == [1, 1, 1]  # the default: one each
+    # 4 groups -> 4 slots; a group with a tiny share still gets one sentence
+    many = Example("m", [Document("w " * 30, "5"), Document("w", "4"), Document("w", "2"), Document("w", "1")],
+                   attribute="rating")
+    assert sentence_counts(many, ["5", "4", "2", "1"], "ratio") == [4, 1, 1, 1]
+    with pytest.raises(ValueError, match="`per_group` must be one of"):
+        sentence_counts(TENT, ["5"], "equal")
+
+
+def test_leading_sentences_drop_a_cut_off_later_one_and_repair_the_first():
+    assert leading_sentences("It was fine. The staff were kind. Parking was hard.", 2) == [
+        "It was fine.", "The staff were kind."]
+    assert leading_sentences("It was fine. The staff were", 2) == ["It was fine."]
+    assert leading_sentences("The staff were kind, and the", 2) == ["The staff were kind."]
+    assert leading_sentences("", 2) == []
+
+
 def test_join_and_budget():
     assert join_sentences(["The five-star reviewers liked it.", " ", "Kim disagreed."]) == (
         "The five-star reviewers liked it. Kim disagreed.")
@@ -113,17 +135,20 @@ def test_tiny_model_run_is_the_joined_group_sentences(tiny_causal):
 
     model, tok = tiny_causal
     config = GenerateConfig(max_new_tokens=40, seed=0)
-    summary = groupwise_summary(model, tok, TENT, config)
-    assert summary == groupwise_summary(model, tok, TENT, config)  # deterministic
-    expected = []
-    for group, sub in group_examples(TENT):
-        phrase = group_phrase(TENT, group, len(sub.documents))
-        text = generate(model, tok, [sub], group_config(config, 24, phrase), progress=False)[0]
-        assert text.startswith(phrase)  # the reply continues the phrase
-        sentence = own_group(first_sentence(text))
-        if sentence.rstrip(".").strip() != phrase:
-            expected.append(name_group(sentence, phrase))
-    assert summary == " ".join(expected) and summary
-    positions = [summary.find(p) for p in ("The five-star reviewers", "The four-star reviewer", "The one-star reviewer")
-                 if p in summary]
-    assert positions == sorted(positions) and positions[0] == 0
+    for per_group in ("one", "ratio"):
+        summary = groupwise_summary(model, tok, TENT, config, per_group)
+        assert summary == groupwise_summary(model, tok, TENT, config, per_group)  # deterministic
+        expected = []
+        counts = sentence_counts(TENT, ["5", "4", "1"], per_group)
+        for (group, sub), count in zip(group_examples(TENT), counts):
+            phrase = group_phrase(TENT, group, len(sub.documents))
+            text = generate(model, tok, [sub], group_config(config, 24 * count, phrase), progress=False)[0]
+            assert text.startswith(phrase)  # the reply continues the phrase
+            said = [own_group(s) for s in leading_sentences(text, count)]
+            if said and said[0].rstrip(".").strip() == phrase:
+                said = said[1:]
+            expected += [name_group(said[0], phrase), *said[1:]] if said else []
+        assert summary == " ".join(expected) and summary
+        positions = [summary.find(p) for p in ("The five-star reviewers", "The four-star reviewer",
+                                               "The one-star reviewer") if p in summary]
+        assert positions == sorted(positions) and positions[0] == 0
