@@ -8,10 +8,11 @@ tuning set, never its training data) and, where the shared data is present, Fair
 
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
 constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
-``labels``/``definition``: the fair prompts): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+``labels``/``definition``: the fair prompts; ``groupwise``: the demo's defaults plus the group-wise
+candidate, ``evenhand.demo.GROUPWISE_RECIPE``, whose fair beams are ``none``'s): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
-which its settings take into the pool or not (``+beam`` in the name). Every candidate is scored once by the selection scorers (the demo's composite
+which its settings take into the pool or not (``+beam`` in the name; ``+gw`` for the group-wise candidate). Every candidate is scored once by the selection scorers (the demo's composite
 components and the fluency floor), by the checker (what a ``checker`` floor reads) and by checks
 never used to select: ``lm-likelihood`` (log p(summary | source) per token), ``rouge-l-precision``
 against the source and FairSumm UER (lower is fairer). Rows go to ``--out`` (JSONL, one per
@@ -30,6 +31,7 @@ lm-likelihood (less faithful) and above it on UER (less fair).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import sys
@@ -52,7 +54,11 @@ STEERINGS: dict[str, dict[str, float | str]] = {
     "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
     "α1": {"fairness_strength": 1.0}, "α6": {"fairness_strength": 6.0},
     "labels": {"fair_prompt": "labels"}, "definition": {"fair_prompt": "definition"},
+    "groupwise": {"groupwise": True},
 }
+#: Steerings whose fair beams are those of another steering (same α, β, λ and prompt): not decoded
+#: again, their settings read that steering's rows (``groupwise`` only adds the group-wise candidate).
+SHARED_BEAMS: dict[str, str] = {"groupwise": "none"}
 BETAS = (1.0, 3.0)
 SAMPLED = 3
 #: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
@@ -93,24 +99,44 @@ def settings() -> list[dict[str, Any]]:
     """
     grid = []
     for steer, betas, n, floors in itertools.product(STEERINGS, ((), (1.0,), BETAS), (0, 2, SAMPLED), FLOOR_GRID):
-        for prompted in (False, True) if "fair_prompt" in STEERINGS[steer] else (False,):
+        extra = extra_recipe(steer)
+        # a steering that shares another's fair beams has settings with its extra candidate only
+        for prompted in (True,) if steer in SHARED_BEAMS else (False, True) if extra is not None else (False,):
             if not betas and not prompted:  # plain alone: no setting
                 continue
             beta_text = ",".join(f"{b:g}" for b in betas)
-            grid.append({"name": f"{steer} β{{{beta_text}}}{'+beam' if prompted else ''} N{n} {floors}",
+            suffix = ("+gw" if STEERINGS[steer].get("groupwise") else "+beam") if prompted else ""
+            grid.append({"name": f"{steer} β{{{beta_text}}}{suffix} N{n} {floors}",
                          "steer": steer, "betas": betas, "prompted": prompted, "n": n, "floors": floors})
     return grid
 
 
+def extra_recipe(steer: str) -> str | None:
+    """The one extra candidate a steering adds beside its fair beams (its prompted beam, the group-wise
+    summary), which a setting takes into its pool or not; None: none."""
+    from evenhand.demo import GROUPWISE_RECIPE, prompted_beam_recipe
+
+    fields = STEERINGS[steer]
+    if fields.get("groupwise"):
+        return GROUPWISE_RECIPE
+    return prompted_beam_recipe(str(fields["fair_prompt"])) if "fair_prompt" in fields else None
+
+
 def pool_recipes(setting: dict[str, Any]) -> list[str]:
     """The recipes in a setting's pool, plain (``beam``) last, as the demo orders them."""
-    from evenhand.demo import prompted_beam_recipe
     from evenhand.rerank.reranker import RerankConfig
 
     sampled = RerankConfig(candidates=setting["n"]).plan() if setting["n"] else []
-    prompt = STEERINGS[setting["steer"]].get("fair_prompt")
-    prompted = [prompted_beam_recipe(str(prompt))] if setting.get("prompted") else []
+    extra = extra_recipe(setting["steer"])
+    prompted = [extra] if setting.get("prompted") and extra is not None else []
     return [*(f"fair-beam β={b:g}" for b in setting["betas"]), *prompted, *sampled, "beam"]
+
+
+def row_steer(steer: str, recipe: str) -> str:
+    """The steering whose rows hold ``recipe`` of a ``steer`` setting: plain's, a shared one's, its own."""
+    if recipe == "beam":
+        return "plain"
+    return SHARED_BEAMS.get(steer, steer) if recipe.startswith("fair-beam") else steer
 
 
 def select(pool: Sequence[dict[str, Any]], floors: dict[str, float]) -> int:
@@ -130,7 +156,7 @@ def summarize(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[dict[s
     for s in settings():
         kept = []
         for ex_id in ids:
-            keys = [(ex_id, "plain" if rec == "beam" else s["steer"], rec) for rec in pool_recipes(s)]
+            keys = [(ex_id, row_steer(s["steer"], rec), rec) for rec in pool_recipes(s)]
             if not all(k in by for k in keys):
                 break
             pool = [by[k] for k in keys]
@@ -201,6 +227,8 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
         else:
             n = SAMPLED if not STEERINGS[steer] else lambda_samples
             config = steering_config(steer, n)
+            if steer in SHARED_BEAMS:  # its fair beams are another steering's rows
+                config = dataclasses.replace(config, fair_beams=())
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
                                         plains[ex.id])[:-1]  # the plain summary is its own row
         texts = [c["text"] for c in cands]

@@ -11,7 +11,9 @@ prints them side by side:
   recipes under the same processors (default N = 0: on the dev sweep no sample cleared
   the fluency floor; ``--candidates N`` adds them), with ``fair_prompt`` (``--fair-prompt``;
   default none: on the dev sweep it made the kept summaries less fair and less faithful) all of
-  them under that fair prompt plus plain beam search under it, plus the plain summary itself, reranked by
+  them under that fair prompt plus plain beam search under it, with ``groupwise`` (``--groupwise``;
+  default off: on the dev sweep it was less fair by UER than plain on 4 of 6 sets and never kept) the
+  group-wise summary (one sentence per group, ``decoding.groupwise``), plus the plain summary itself, reranked by
   the composite named in ``DemoConfig.scorers`` under ``DemoConfig.floors``
   (default: the reranker's, ``rerank.reranker.DEFAULT_SCORERS`` /
   ``DEFAULT_FLOORS``: calibrated coverage + calibrated faithfulness + Equal
@@ -89,6 +91,10 @@ class DemoConfig:
         default=None, metadata={"help": "Fair prompt of every candidate: 'definition' (FairSumm's definition "
                                 "appended) or 'labels' (group labels shown, Equal Coverage); it also adds one "
                                 "plain beam-search candidate under it (recipe beam+PROMPT). None: the kind's prompt."})
+    groupwise: bool = field(
+        default=False, metadata={"help": "Add the group-wise candidate (recipe group-wise): one sentence per "
+                                 "group, plain beam search over that group's documents, joined "
+                                 "(decoding.groupwise)."})
     scorers: list[str] = field(
         default_factory=lambda: [str(name) for name in DEFAULT_SCORERS.split(",")],
         metadata={"help": "Components of the reranking composite."},
@@ -134,14 +140,20 @@ def prompted_beam_recipe(fair_prompt: str) -> str:
     return f"beam+{fair_prompt}"
 
 
+#: The recipe of the group-wise candidate (``DemoConfig.groupwise``, ``decoding.groupwise``).
+GROUPWISE_RECIPE = "group-wise"
+
+
 def settings_line(config: DemoConfig) -> str:
     """The one line that says which settings the evenhand column used and why."""
     floors = ",".join(f"{k}={v:g}" for k, v in config.floors.items()) or "none"
     betas = ",".join(f"{b:g}" for b in config.fair_beams)
     prompt = (f"fair prompt {config.fair_prompt!r} (+ {prompted_beam_recipe(config.fair_prompt)}), "
               if config.fair_prompt is not None else "")
+    groupwise = f"+ {GROUPWISE_RECIPE} candidate, " if config.groupwise else ""
     return (f"evenhand settings: {steering_label(config)}, α={config.fairness_strength:g}, "
-            f"fair beam β∈{{{betas}}}, {prompt}{config.candidates} sampled candidates + plain, floors {floors}; "
+            f"fair beam β∈{{{betas}}}, {prompt}{groupwise}{config.candidates} sampled candidates + plain, "
+            f"floors {floors}; "
             f"why: {DEFAULTS_WHY}")
 
 
@@ -204,7 +216,8 @@ def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
 ) -> list[dict[str, Any]]:
     """The evenhand column's candidates, unscored: fair beam per β, with ``config.fair_prompt`` plain
-    beam search under that prompt (``prompted_beam_recipe``), and N sampled candidates under the
+    beam search under that prompt (``prompted_beam_recipe``), with ``config.groupwise`` the group-wise
+    summary (``GROUPWISE_RECIPE``, ``decoding.groupwise``), and N sampled candidates under the
     constraints (and the fair prompt), then the plain summary (recipe ``beam``); each
     ``{"text", "recipe", "index"}``."""
     from evenhand.decoding.config import GenerateConfig
@@ -234,6 +247,12 @@ def evenhand_candidates(
         text = generate(model, tokenizer, [example], prompted, progress=False)[0]
         candidates.append({"text": text, "recipe": prompted_beam_recipe(config.fair_prompt),
                            "index": len(candidates)})
+    if config.groupwise:  # one sentence per group, plain beam search over its documents (any engine)
+        from evenhand.decoding.groupwise import groupwise_summary
+
+        grouped = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
+        candidates.append({"text": groupwise_summary(model, tokenizer, example, grouped),
+                           "recipe": GROUPWISE_RECIPE, "index": len(candidates)})
     if config.candidates > 0:
         sampler = GenerateConfig(num_beams=1, **shared)
         reranker = Reranker(
@@ -420,7 +439,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     engine = open_engine(args.model, getattr(args, "engine", DEFAULT_ENGINE))
     config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
-                        candidates=args.candidates, fair_prompt=getattr(args, "fair_prompt", None))
+                        candidates=args.candidates, fair_prompt=getattr(args, "fair_prompt", None),
+                        groupwise=getattr(args, "groupwise", False))
     print(settings_line(config))
     print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
     shared = engine.shared_model()  # in-process: the scorers score with it; else they load their own copy

@@ -42,8 +42,9 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
 
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
-    # 6 steerings × β{1}, β{1,3}; 2 fair-prompt steerings × β{}+beam, β{1}(+beam), β{1,3}(+beam); × N × floors
-    assert len(grid) == (6 * 2 + 2 * 5) * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    # 6 steerings × β{1}, β{1,3}; 2 fair-prompt steerings × β{}+beam, β{1}(+beam), β{1,3}(+beam);
+    # groupwise × β{}+gw, β{1}+gw, β{1,3}+gw (without it, its settings are none's); × N × floors
+    assert len(grid) == (6 * 2 + 2 * 5 + 3) * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
@@ -57,6 +58,11 @@ def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     assert pool_recipes(by_name["labels β{1} N0 default"]) == ["fair-beam β=1", "beam"]
     assert pool_recipes(by_name["definition β{}+beam N0 default"]) == ["beam+definition", "beam"]
     assert "none β{}+beam N0 default" not in by_name and "none β{} N0 default" not in by_name
+    assert pool_recipes(by_name["groupwise β{1,3}+gw N0 default"]) == [
+        "fair-beam β=1", "fair-beam β=3", "group-wise", "beam"]
+    assert pool_recipes(by_name["groupwise β{}+gw N0 default"]) == ["group-wise", "beam"]
+    assert pool_recipes(by_name["groupwise β{1}+gw N0 default"]) == ["fair-beam β=1", "group-wise", "beam"]
+    assert "groupwise β{1} N0 default" not in by_name
 
 
 def test_each_steering_is_a_demo_setting():
@@ -65,9 +71,10 @@ def test_each_steering_is_a_demo_setting():
 
     configs = [steering_config(name) for name in STEERINGS]
     assert [steering_label(c) for c in configs] == [
-        "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ", "no λ", "no λ"]
-    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0, 3.0, 3.0]
-    assert [c.fair_prompt for c in configs] == [None] * 6 + ["labels", "definition"]
+        "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ", "no λ", "no λ", "no λ"]
+    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0, 3.0, 3.0, 3.0]
+    assert [c.fair_prompt for c in configs] == [None] * 6 + ["labels", "definition", None]
+    assert [c.groupwise for c in configs] == [False] * 8 + [True]
     with pytest.raises(ValueError, match="not both"):
         DemoConfig(abstractiveness=4.0, extractiveness=2.0)
 
@@ -118,3 +125,24 @@ def test_dev_sets_are_not_demo_sets():
     assert [ex.id for ex in examples[:4]] == ["camping-tent", "pool-closure-debate", "dental-clinic",
                                               "pizza-delivery"]
     assert all(d.text not in demo_texts for ex in examples for d in ex.documents)
+
+
+def test_the_groupwise_steering_reads_the_fair_beams_of_none():
+    from benchmarks.demo_defaults import row_steer
+
+    assert (row_steer("groupwise", "fair-beam β=3"), row_steer("groupwise", "group-wise")) == ("none", "groupwise")
+    assert (row_steer("labels", "fair-beam β=1"), row_steer("λ4", "beam")) == ("labels", "plain")
+    # none's fair beams fail the fluency floor (-3.0 vs plain's -2.2); the group-wise candidate clears every
+    # floor and beats plain on all three components -> kept only where it is in the pool
+    rows = [{**POOL[1], "id": "a", "steer": "none", "recipe": recipe, "lm-likelihood": -1.0,
+             "rouge-l-precision": 0.5, "uer": 0.2} for recipe in ("fair-beam β=1", "fair-beam β=3")]
+    rows.append({**_row("group-wise", 0.35, 0.45, -0.15, -2.1, 0.25), "id": "a", "steer": "groupwise",
+                 "lm-likelihood": -1.2, "rouge-l-precision": 0.45, "uer": 0.05})
+    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
+                 "uer": 0.3})
+    table = {r["setting"]: r for r in summarize(rows, ["a"])}
+    with_gw = table["groupwise β{1,3}+gw N0 default+checker=0"]
+    assert (with_gw["not_plain"], with_gw["uer"], with_gw["checker"]) == (1, 0.05, 0.25)
+    assert table["groupwise β{}+gw N0 default"]["uer_below_plain"] == 1
+    assert table["none β{1,3} N0 default"]["not_plain"] == 0  # none's fair beams alone: plain
+    assert len([name for name in table if name.startswith("groupwise")]) == 3 * 5

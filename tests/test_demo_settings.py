@@ -45,6 +45,36 @@ def test_the_settings_line_names_the_fair_prompt_and_its_prompted_beam():
     assert prompted_beam_recipe("definition") == "beam+definition"
 
 
+def test_the_settings_line_names_the_groupwise_candidate():
+    config = DemoConfig(groupwise=True, floors={})
+    assert settings_line(config) == (
+        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, + group-wise candidate, "
+        f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
+    )
+    assert "group-wise" not in settings_line(DemoConfig()).split("; why:")[0]  # default: off
+
+
+def test_groupwise_adds_its_candidate_before_plain(tmp_path, model_dir):
+    import json
+
+    from evenhand.cli import main
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.engines.base import open_engine
+    from evenhand.decoding.groupwise import groupwise_summary
+    from evenhand.demo import demo_examples
+
+    out = tmp_path / "d.jsonl"
+    assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
+                 "--groupwise", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "group-wise", "beam"]
+    assert row["config"]["groupwise"] is True
+    engine = open_engine(str(model_dir))
+    (museum,) = [ex for ex in demo_examples() if ex.id == "museum"]
+    expected = groupwise_summary(engine, engine.tokenizer, museum, GenerateConfig(max_new_tokens=4, seed=0))
+    assert row["candidates"][2]["text"] == expected
+
+
 def test_an_unknown_fair_prompt_is_refused_by_name():
     with pytest.raises(ValueError, match=r"`fair_prompt` must be one of \('definition', 'labels'\).*'label'"):
         DemoConfig(fair_prompt="label")

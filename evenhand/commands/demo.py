@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'definition': FairSumm's definition) and add plain beam search under it (recipe beam+PROMPT); "
         "default: none.",
     )
+    parser.add_argument(
+        "--groupwise", action="store_true",
+        help="Add the group-wise candidate (recipe group-wise): each group's documents summarized on their "
+        "own in one sentence that names the group, the sentences joined; default: off.",
+    )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "
                         "--summaries OUT --metrics ...` scores them) and a CSV table beside it.")
