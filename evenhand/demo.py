@@ -123,7 +123,8 @@ DEFAULTS_WHY = (
     "summaries (UER 0.055) but lm-likelihood fell (-1.520) and on reading they were no more faithful, so it is off; "
     "α 3 beat α 1 and 6 (checker 0.161 vs 0.159 and 0.160, UER 0.062 vs 0.064 and 0.065); prompting with group "
     "labels or the fairness definition stays off (labels kept plain everywhere; definition raised UER to 0.075 "
-    "and added unsupported statements); the checker floor at 0 (no candidate the checker rates below plain) is "
+    "and added unsupported statements), and so does a group-wise candidate (one sentence per group: UER 0.110 "
+    "before selection, never kept); the checker floor at 0 (no candidate the checker rates below plain) is "
     "the issue's rule"
 )
 
