@@ -31,6 +31,7 @@ import re
 from typing import Any
 
 from ..evaluation.data.schema import Example
+from ..evaluation.text.numbers import number_word
 from ..evaluation.text.sentences import split_sentences
 from .config import GenerateConfig
 
@@ -43,8 +44,6 @@ PER_GROUP = ("ratio", "one")
 #: Beams of each group's plain beam search (the demo's plain summary uses 4).
 GROUP_BEAMS = 4
 
-_NUMBER_WORDS = {"1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six", "7": "seven",
-                 "8": "eight", "9": "nine", "10": "ten"}
 #: Known group values -> (singular, plural) phrase, for sentiment, stance and party labels.
 _NAMED: dict[str, tuple[str, str]] = {
     "pos": ("The positive reviewer", "The positive reviewers"),
@@ -104,7 +103,7 @@ def group_phrase(example: Example, group: str, documents: int) -> str:
     plural = documents != 1
     if attribute == "rating" and _is_number(value):
         noun = "reviewers" if plural else "reviewer"
-        return f"The {_NUMBER_WORDS.get(value, value)}-star {noun}"
+        return f"The {number_word(value)}-star {noun}"
     known = _NAMED.get(value.lower())
     if known is not None:
         return known[plural]

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ...evaluation.data.schema import Example
+from ...evaluation.text.numbers import TENS_WORDS, UNIT_WORDS
 from ...evaluation.text.sentences import split_sentences, word_blocks
 from .lexicon import (
     AUTHORS,
@@ -278,11 +279,8 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
 
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+")
-_UNITS = {w: i for i, w in enumerate(
-    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"))}
-_TENS = {w: 10 * i for i, w in enumerate(
-    ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), ) if w}
+_UNITS = {w: i for i, w in enumerate(UNIT_WORDS)}
+_TENS = {w: 10 * i for i, w in enumerate(TENS_WORDS) if w}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
 #: Words after a number that make it a count of people or a rating, not a fact of the source.
 _NOT_FACTS = AUTHORS | {"star", "stars", "of", "out", "said", "say", "says", "other", "sides", "groups"}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ...evaluation.text.numbers import UNIT_WORDS, number_word
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 #: Praise word -> its complaint antonym (each pair is swapped both ways by the corruption code).
@@ -81,7 +83,7 @@ SUBJECTS = (
 REPORT_VERBS = ("says", "notes", "writes", "reports", "mentions", "feels", "finds", "points out")
 
 NUMBER_WORDS = (
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    *UNIT_WORDS[1:13],
     "twenty", "thirty", "forty", "fifty", "sixty", "hundred", "thousand", "million", "half", "third",
     "quarter", "fifth", "double", "twice",
 )
@@ -95,7 +97,6 @@ PERSON = {
     "our": "their", "us": "them", "i'm": "they're", "am": "are",
 }
 
-_RATING_WORDS = {"1": "one", "2": "two", "3": "three", "4": "four", "5": "five"}
 _SENTIMENT = {
     "pos": ("positive", "happy", "satisfied", "favourable", "favorable", "enthusiastic", "fans"),
     "neg": ("negative", "unhappy", "dissatisfied", "critical", "critics", "disappointed", "complaining"),
@@ -123,7 +124,7 @@ def group_aliases(attribute: str, value: str, values: list[str]) -> tuple[str, .
     """
     v = value.strip().lower()
     if attribute == "rating" or (v.isdigit() and len(v) == 1):
-        word = _RATING_WORDS.get(v, v)
+        word = number_word(v)
         return (f"{v}-star", f"{v} star", f"{word}-star", f"{word} star", f"rated {v}", f"rated {word}")
     if v in _SENTIMENT:
         return (v, *_SENTIMENT[v])
