@@ -30,8 +30,8 @@ import math
 import re
 from typing import Any
 
+from ..evaluation.data.group_names import LABEL_NAMES, rating_name
 from ..evaluation.data.schema import Example
-from ..evaluation.text.numbers import number_word
 from ..evaluation.text.sentences import split_sentences
 from .config import GenerateConfig
 
@@ -44,17 +44,6 @@ PER_GROUP = ("ratio", "one")
 #: Beams of each group's plain beam search (the demo's plain summary uses 4).
 GROUP_BEAMS = 4
 
-#: Known group values -> (singular, plural) phrase, for sentiment, stance and party labels.
-_NAMED: dict[str, tuple[str, str]] = {
-    "pos": ("The positive reviewer", "The positive reviewers"),
-    "neg": ("The negative reviewer", "The negative reviewers"),
-    "neu": ("The neutral reviewer", "The neutral reviewers"),
-    "favor": ("The supporter", "The supporters"),
-    "favour": ("The supporter", "The supporters"),
-    "against": ("The opponent", "The opponents"),
-    "left": ("The left-leaning post", "The left-leaning posts"),
-    "right": ("The right-leaning post", "The right-leaning posts"),
-}
 #: Words a sentence cut off by the token budget may end on; dropped before the full stop is added.
 _DANGLING = frozenset({"a", "an", "the", "and", "or", "but", "of", "to", "for", "with", "in", "on", "at",
                        "by", "that", "which", "while", "as", "its", "their", "his", "her", "was", "were",
@@ -102,11 +91,10 @@ def group_phrase(example: Example, group: str, documents: int) -> str:
     attribute = (example.attribute or "").strip().lower()
     plural = documents != 1
     if attribute == "rating" and _is_number(value):
-        noun = "reviewers" if plural else "reviewer"
-        return f"The {number_word(value)}-star {noun}"
-    known = _NAMED.get(value.lower())
+        return f"The {rating_name(value, plural)}"
+    known = LABEL_NAMES.get(value.lower())
     if known is not None:
-        return known[plural]
+        return f"The {known.plural if plural else known.singular}"
     if attribute in ("speaker", "party", "author", "name", "source") or value[:1].isupper():
         return value  # a name: "Councillor Reyes", "Labour"
     return f"The texts with {attribute or 'group'} {value}"

@@ -170,3 +170,20 @@ def test_key_changes_with_options_and_texts(tmp_path):
     k = checker_key(CheckerOptions(), "t", base)
     assert k == checker_key(CheckerOptions(), "t", base)
     assert k != checker_key(CheckerOptions(seed=1), "t", base) != checker_key(CheckerOptions(), "u", base)
+
+
+def test_one_table_names_groups_for_the_checker_and_for_group_wise_summaries():
+    from evenhand.decoding.groupwise import group_phrase
+    from evenhand.evaluation.data.group_names import LABEL_NAMES, rating_aliases, rating_name
+    from evenhand.rerank.checker.lexicon import group_aliases
+
+    for label, names in LABEL_NAMES.items():
+        assert group_aliases("stance", label, [label]) == names.aliases
+        assert group_phrase(Example("x", [], "stance"), label, 1) == f"The {names.singular}"
+        assert group_phrase(Example("x", [], "stance"), label, 3) == f"The {names.plural}"
+    # the phrase a group-wise summary writes is one the checker reads back as that group
+    assert group_phrase(Example("x", [], "rating"), "5", 2) == "The five-star reviewers" == f"The {rating_name('5', True)}"
+    assert group_aliases("rating", "5", ["1", "5"]) == rating_aliases("5") and "five-star" in rating_aliases("5")
+    ex = Example("x", [Document("Fine.", "favour"), Document("No.", "against")], attribute="stance")
+    assert named_groups("The supporters say it is fine", ex) == ["favour"]
+    assert named_groups("The opponents say no", ex) == ["against"]

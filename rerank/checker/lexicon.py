@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ...evaluation.text.numbers import UNIT_WORDS, number_word
+from ...evaluation.data.group_names import LABEL_NAMES, rating_aliases
+from ...evaluation.text.numbers import UNIT_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
@@ -97,23 +98,6 @@ PERSON = {
     "our": "their", "us": "them", "i'm": "they're", "am": "are",
 }
 
-_SENTIMENT = {
-    "pos": ("positive", "happy", "satisfied", "favourable", "favorable", "enthusiastic", "fans"),
-    "neg": ("negative", "unhappy", "dissatisfied", "critical", "critics", "disappointed", "complaining"),
-    "neu": ("neutral", "mixed", "lukewarm", "middling", "ambivalent", "balanced"),
-}
-_STANCE = {
-    "favor": ("in favor", "in favour", "supporters", "proponents", "advocates", "those for", "backers"),
-    "against": ("against", "opponents", "critics", "sceptics", "skeptics", "those opposed", "opposed"),
-}
-_PARTY = {
-    "left": ("left-leaning", "left-wing", "the left", "liberal", "liberals", "progressive", "progressives",
-             "democrats", "democratic"),
-    "right": ("right-leaning", "right-wing", "the right", "conservative", "conservatives", "republicans",
-              "republican"),
-}
-
-
 def group_aliases(attribute: str, value: str, values: list[str]) -> tuple[str, ...]:
     """How a summary may name group ``value`` of ``attribute`` (lower case phrases).
 
@@ -124,14 +108,9 @@ def group_aliases(attribute: str, value: str, values: list[str]) -> tuple[str, .
     """
     v = value.strip().lower()
     if attribute == "rating" or (v.isdigit() and len(v) == 1):
-        word = number_word(v)
-        return (f"{v}-star", f"{v} star", f"{word}-star", f"{word} star", f"rated {v}", f"rated {word}")
-    if v in _SENTIMENT:
-        return (v, *_SENTIMENT[v])
-    if v in _STANCE:
-        return (v, *_STANCE[v])
-    if v in _PARTY:
-        return _PARTY[v]
+        return rating_aliases(v)
+    if v in LABEL_NAMES:
+        return LABEL_NAMES[v].aliases
     words = v.split()
     aliases = [v]
     if len(words) > 1:
