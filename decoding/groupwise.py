@@ -30,8 +30,8 @@ import math
 import re
 from typing import Any
 
-from ..evaluation.data.group_names import LABEL_NAMES, rating_name
 from ..evaluation.data.schema import Example
+from ..evaluation.text.group_names import LABEL_NAMES, rating_name
 from ..evaluation.text.sentences import split_sentences
 from .config import GenerateConfig
 

@@ -174,7 +174,7 @@ def test_key_changes_with_options_and_texts(tmp_path):
 
 def test_one_table_names_groups_for_the_checker_and_for_group_wise_summaries():
     from evenhand.decoding.groupwise import group_phrase
-    from evenhand.evaluation.data.group_names import LABEL_NAMES, rating_aliases, rating_name
+    from evenhand.evaluation.text.group_names import LABEL_NAMES, rating_aliases, rating_name
     from evenhand.rerank.checker.lexicon import group_aliases
 
     for label, names in LABEL_NAMES.items():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ...evaluation.data.group_names import LABEL_NAMES, rating_aliases
+from ...evaluation.text.group_names import LABEL_NAMES, rating_aliases
 from ...evaluation.text.numbers import UNIT_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..text.numbers import number_word
+from .numbers import number_word
 
 
 @dataclass(frozen=True)
