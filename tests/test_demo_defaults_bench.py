@@ -99,16 +99,23 @@ def test_summarize_counts_kept_and_worse_than_plain():
     assert summarize(rows, ["a", "missing"]) == []  # an unfinished set leaves no partial means
 
 
+def _pool_with(beam_steer: str, steer: str, recipe: str, uer: float) -> list[dict]:
+    """Set "a": two fair beams of ``beam_steer`` that fail the fluency floor (-3.0 vs plain's -2.2), one
+    ``recipe`` candidate of ``steer`` that clears every floor and beats plain on all three components
+    (UER ``uer``), and plain (UER 0.3)."""
+    rows = [{**POOL[1], "id": "a", "steer": beam_steer, "recipe": beam, "lm-likelihood": -1.0,
+             "rouge-l-precision": 0.5, "uer": 0.2} for beam in ("fair-beam β=1", "fair-beam β=3")]
+    rows.append({**_row(recipe, 0.35, 0.45, -0.15, -2.1, 0.25), "id": "a", "steer": steer,
+                 "lm-likelihood": -1.2, "rouge-l-precision": 0.45, "uer": uer})
+    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
+                 "uer": 0.3})
+    return rows
+
+
 def test_a_fair_prompt_setting_selects_over_its_prompted_beam():
     # labels: the fair beams fail the fluency floor (-3.0 vs plain's -2.2); the prompted beam clears every
     # floor and beats plain on all three components -> kept only where it is in the pool
-    rows = [{**POOL[1], "id": "a", "steer": "labels", "recipe": recipe, "lm-likelihood": -1.0,
-             "rouge-l-precision": 0.5, "uer": 0.2} for recipe in ("fair-beam β=1", "fair-beam β=3")]
-    rows.append({**_row("beam+labels", 0.35, 0.45, -0.15, -2.1, 0.25), "id": "a", "steer": "labels",
-                 "lm-likelihood": -1.2, "rouge-l-precision": 0.45, "uer": 0.1})
-    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
-                 "uer": 0.3})
-    table = {r["setting"]: r for r in summarize(rows, ["a"])}
+    table = {r["setting"]: r for r in summarize(_pool_with("labels", "labels", "beam+labels", 0.1), ["a"])}
     assert len(table) == 5 * 5  # β{}+beam, β{1}, β{1}+beam, β{1,3}, β{1,3}+beam at N0, 5 floor sets
     with_beam = table["labels β{1,3}+beam N0 default+checker=0"]
     assert (with_beam["not_plain"], with_beam["uer"], with_beam["checker"]) == (1, 0.1, 0.25)
@@ -134,13 +141,7 @@ def test_the_groupwise_steering_reads_the_fair_beams_of_none():
     assert (row_steer("labels", "fair-beam β=1"), row_steer("λ4", "beam")) == ("labels", "plain")
     # none's fair beams fail the fluency floor (-3.0 vs plain's -2.2); the group-wise candidate clears every
     # floor and beats plain on all three components -> kept only where it is in the pool
-    rows = [{**POOL[1], "id": "a", "steer": "none", "recipe": recipe, "lm-likelihood": -1.0,
-             "rouge-l-precision": 0.5, "uer": 0.2} for recipe in ("fair-beam β=1", "fair-beam β=3")]
-    rows.append({**_row("group-wise", 0.35, 0.45, -0.15, -2.1, 0.25), "id": "a", "steer": "groupwise",
-                 "lm-likelihood": -1.2, "rouge-l-precision": 0.45, "uer": 0.05})
-    rows.append({**POOL[2], "id": "a", "steer": "plain", "lm-likelihood": -1.5, "rouge-l-precision": 0.4,
-                 "uer": 0.3})
-    table = {r["setting"]: r for r in summarize(rows, ["a"])}
+    table = {r["setting"]: r for r in summarize(_pool_with("none", "groupwise", "group-wise", 0.05), ["a"])}
     with_gw = table["groupwise β{1,3}+gw N0 default+checker=0"]
     assert (with_gw["not_plain"], with_gw["uer"], with_gw["checker"]) == (1, 0.05, 0.25)
     assert table["groupwise β{}+gw N0 default"]["uer_below_plain"] == 1
