@@ -78,7 +78,9 @@ def test_second_held_out_set_is_well_formed_and_new():
      (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2, contradictions.HELD_OUT_3)),
     (contradictions.HELD_OUT_5, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
                                  contradictions.HELD_OUT_3, contradictions.HELD_OUT_4)),
-], ids=["third", "fourth", "fifth"])
+    (contradictions.HELD_OUT_7, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
+                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5)),
+], ids=["third", "fourth", "fifth", "seventh"])
 def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
     from evenhand.evaluation.text.sentences import split_sentences
