@@ -114,6 +114,43 @@ def test_a_claim_whose_quantifier_the_documents_contradict_scores_minus_one(tiny
             get_scorer("checker", quantity_score=bad)
 
 
+def test_a_claim_about_several_that_one_document_states_alone_scores_minus_one(tiny_checker, monkeypatch):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.rerank.checker import claims
+    from evenhand.rerank.scorers import checker as checker_scorer
+
+    texts = ["The lamp is bright.", "Bright and warm light.", "The box was dented.", "A lovely bright lamp."]
+    ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "4", "3", "5"))], attribute="rating")
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    claim = "Several reviewers say the box held a lamp"  # no opinion; 3 of 4 documents share a word
+    p = [float(x) for x in model.probs(texts, [claim] * 4)]
+    seen: list[list[float]] = []
+
+    def alone(c, e, docs, support):  # the real rule, recording what the scorer gives it
+        seen.append([float(x) for x in support])
+        return claims.concentrated(c, e, docs, support)
+
+    monkeypatch.setattr(checker_scorer, "concentrated", alone)
+
+    def scorer():  # a fresh one each time: a scorer keeps the scores it computed
+        return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+
+    # the rule reads each document's support (one window each) and decides between -1 and the majority score
+    monkeypatch.setattr(claims, "CONCENTRATION", 0.0)
+    expected = -1.0 if sum(x >= max(p) / 3 for x in p) == 1 else sorted(p, reverse=True)[1]
+    assert scorer().score([ex], [claim])[0] == pytest.approx(expected, abs=1e-6)
+    assert seen == [pytest.approx(p, abs=1e-6)]
+    # a threshold above any support: never -1, the 2nd largest support of the 4 documents
+    monkeypatch.setattr(claims, "CONCENTRATION", 1.01)
+    assert scorer().score([ex], [claim])[0] == pytest.approx(sorted(p, reverse=True)[1], abs=1e-6)
+    # forced: -1; and quantity_check=false never asks
+    monkeypatch.setattr(checker_scorer, "concentrated", lambda *a: True)
+    assert scorer().score([ex], [claim])[0] == -1.0
+    off = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, quantity_check=False)
+    assert off.score([ex], [claim])[0] == pytest.approx(sorted(p, reverse=True)[1], abs=1e-6)
+
+
 def test_checker_checks_a_claim_against_its_closest_windows_only(tiny_checker):
     from evenhand.evaluation.data.schema import Document, Example
     from evenhand.evaluation.scoring.registry import get_scorer

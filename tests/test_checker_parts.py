@@ -9,12 +9,14 @@ from collections import Counter
 from evenhand.evaluation.data.schema import Document, Example
 from evenhand.rerank.checker.claims import (
     aggregate,
+    concentrated,
     is_majority,
     is_minority,
     named_groups,
     numbers,
     quantity_conflict,
     split_claims,
+    stated_count,
     subject,
     unsupported_numbers,
     windows,
@@ -141,6 +143,66 @@ def test_quantity_conflicts_read_subject_groups_and_spread():
         "most from one document")
     assert subject("and most guests said so") == "and most guests" and subject("Calm water everywhere") == "Calm water"
     assert is_minority("A minority of posts oppose it") and not is_minority("Most posts oppose a minority view")
+
+
+def test_quantity_conflicts_count_labels_half_and_stances():
+    ratings = ("5", "5", "4", "2", "1", "3")
+    texts = ("Sharp picture.", "Easy to set up.", "Good value.", "The remote died.", "Dead on arrival.", "It is fine.")
+    ex = Example("tv", [Document(t, g) for t, g in zip(texts, ratings)], attribute="rating")
+
+    def conflict(claim: str, example: Example = ex) -> str | None:
+        return quantity_conflict(claim, example, [d.text for d in example.documents])
+
+    assert (stated_count("Three of the six reviewers"), stated_count("Only two five-star guests"),
+            stated_count("Nearly all six posts"), stated_count("Most reviewers")) == (3, 2, None, None)
+    # a claim stating the label itself, by count: 3 of 6 are 4-5 stars, 2 are 1-2 stars, 1 is 3 stars
+    assert conflict("Three of the six reviewers were clearly positive") is None
+    assert conflict("Five of the six reviewers were clearly positive") == "count against the labels"
+    assert conflict("Two of the six reviewers are negative") is None
+    assert conflict("Nearly all six reviewers are negative") == "count against the labels"
+    assert conflict("Only one reviewer was neutral") is None
+    assert conflict("Three of the six reviewers rate it four or five stars") is None
+    assert conflict("Only two of the six reviewers rate it four or five stars") == "count against the labels"
+    assert conflict("Two reviewers gave it one or two stars") is None
+    # "half": its opinion must be that of a third to two thirds of the documents
+    assert conflict("Half of the reviewers were happy") is None  # 3 of 6
+    assert conflict("Half of the reviewers complained about the remote") is None  # 2 of 6
+    low = Example("tv", [Document(t, g) for t, g in zip(texts, ("5", "5", "4", "5", "1", "3"))], attribute="rating")
+    assert conflict("Half of the reviewers complained about the remote", low) == "half against the groups"  # 1 of 6
+    # stances: "favour" counts the favor posts, "oppose" the against ones; "a couple" is at most two
+    taxes = ("The tax works.", "Tax the sugar.", "The tax hurts.", "Keep the tax.", "A good tax.", "No tax.")
+    stances = Example("tax", [Document(t, g) for t, g in zip(taxes, ("favor", "favor", "against", "favor", "favor",
+                                                                    "against"))], attribute="stance")
+    assert conflict("Most posts favour the tax", stances) is None
+    assert conflict("Most posts oppose the tax", stances) == "count against the labels"
+    assert conflict("Only a couple of posts oppose the tax", stances) is None
+    assert conflict("Only a couple of posts favour the tax", stances) == "count against the labels"
+    assert conflict("Most posts did not support the tax", stances) == "count against the labels"
+    # labels that are not stances, or a claim without a stance word, are not counted
+    parties = Example("tax", [Document(t, g) for t, g in zip(taxes, ("left", "right") * 3)], attribute="party")
+    assert conflict("Only a couple of posts favour the tax", parties) is None
+    assert conflict("Most posts want the tax", stances) is None
+    # "all but one" is one quantifier, not a contrast
+    assert split_claims("All but one of the speakers spoke for it, but Byrne did not.") == [
+        "All but one of the speakers spoke for it", "but Byrne did not."]
+
+
+def test_a_claim_about_several_that_one_document_states_alone():
+    texts = ("Pigeons scatter the seed.", "Nice feeder.", "Fine for the money.", "Good.", "Lovely colour.")
+    ex = Example("feeder", [Document(t, g) for t, g in zip(texts, ("3", "5", "4", "5", "2"))], attribute="rating")
+    docs = list(texts)
+    alone = [0.9, 0.02, 0.05, 0.01, 0.29]  # every other document below a third of 0.9
+    assert concentrated("Several reviewers say pigeons scatter the seed", ex, docs, alone)
+    assert concentrated("Most reviewers say pigeons scatter the seed", ex, docs, alone)
+    assert concentrated("Three of the reviewers say pigeons scatter the seed", ex, docs, alone)
+    assert not concentrated("One reviewer says pigeons scatter the seed", ex, docs, alone)  # about one
+    assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs, [0.9, 0.02, 0.05, 0.01, 0.3])
+    assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs, [0.29, 0, 0, 0, 0])  # weak
+    assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs[:2], alone[:2])  # < 3 docs
+    assert not concentrated("Most say pigeons scatter the seed", ex, docs, alone)  # the subject names no writers
+    # a claim whose opinion is that of most groups states their ratings, not one review's detail
+    assert not concentrated("Most reviewers loved the feeder", ex, docs, alone)
+    assert concentrated("Most reviewers hated the feeder", ex, docs, alone)
 
 
 def test_pairs_deterministic_and_both_labels():

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from ...evaluation.data.schema import Example
+from ...evaluation.data.schema import Document, Example
 from ...evaluation.text.numbers import TENS_WORDS, UNIT_WORDS
 from ...evaluation.text.sentences import split_sentences, word_blocks
 from .lexicon import (
@@ -34,11 +34,13 @@ from .lexicon import (
     RATING_RANGES,
     group_aliases,
     group_polarity,
+    group_stance,
     polarity,
+    stance,
 )
 
 _CLAUSE = re.compile(
-    r"(?:;\s+|,\s+(?=(?:but|while|whereas|although|though|yet|however)\b)|\s+(?=but\s)|:\s+(?=[a-z])"
+    r"(?:;\s+|,\s+(?=(?:but|while|whereas|although|though|yet|however)\b)|(?<!\ball)\s+(?=but\s)|:\s+(?=[a-z])"
     # ", and a three-star reviewer ...", ", and most ...", ", and Okafor ...": a new subject, a new claim
     r"|,\s+(?=and\s+(?:(?:a|an|one|another|two|three|most|many|some|all|several|few|other)\s|(?-i:[A-Z]))))",
     re.IGNORECASE,
@@ -230,18 +232,100 @@ def _stems(text: str) -> frozenset[str]:
                      and w not in _REPORTING and not MAJORITY.fullmatch(w))
 
 
+#: "Half of the reviewers": a quantifier between the minority and the majority.
+HALF = re.compile(r"\bhalf\b", re.IGNORECASE)
+_COUNT_WORDS = {w: i for i, w in enumerate(UNIT_WORDS) if 0 < i <= 12}
+#: A count of the documents' writers: "three of the six reviewers", "two five-star guests", "all six posts".
+_COUNTED = re.compile(
+    r"^\W*(?:(?:and|but|while|whereas|though)\s+)?(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?("
+    + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+#: A claim that states the documents' label itself: "are negative", "were mostly positive" (sentiment or
+#: rating), "rate it four or five stars" (rating).
+_STATED_POLARITY = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(positive|negative|neutral|mixed)\b", re.I)
+_STATED_STARS = re.compile(r"\b(?:rate[sd]?|rating|gave|give[sn]?|giving|award(?:s|ed)?)\b(?:\s+[\w-]+){0,3}?\s+"
+                           r"((?:\d|" + "|".join(UNIT_WORDS[1:6]) + r")(?:\s+(?:or|and|to)\s+(?:\d|"
+                           + "|".join(UNIT_WORDS[1:6]) + r"))?)[\s-]+stars?\b", re.IGNORECASE)
+
+
+def stated_count(claim: str) -> int | None:
+    """How many of the documents' writers a claim counts as its subject, the count first ("Three of the six
+    reviewers said": 3; "only two five-star guests": 2), or None.
+
+    >>> stated_count("Three of the six reviewers said"), stated_count("Only two five-star guests"),
+    (3, 2)
+    >>> stated_count("Most posts"), stated_count("One reviewer said two guests left")
+    (None, 1)
+    """
+    match = _COUNTED.search(claim)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+
+
+def _stated_label(claim: str, attribute: str) -> Callable[[str | None], bool] | None:
+    """Which documents' labels a claim states of its subject (``_STATED_POLARITY``, ``_STATED_STARS``; for a
+    stance, its stance word), as a predicate on a label; None when it states none."""
+    if attribute in ("rating", "sentiment"):
+        match = _STATED_POLARITY.search(claim)
+        if match is not None:
+            word = match.group(1).lower()
+            sign = {"positive": 1, "negative": -1}.get(word, 0)
+            if sign:
+                return lambda g: group_polarity(g) == sign
+            return lambda g: (g or "").lower() in ("3", "neu", "neutral", "mixed")
+        match = _STATED_STARS.search(claim) if attribute == "rating" else None
+        if match is not None:
+            stars = {int(w) if w.isdigit() else UNIT_WORDS.index(w) for w in re.findall(r"\w+", match.group(1).lower())
+                     if w not in ("or", "and", "to")}
+            if " to " in match.group(1).lower():
+                stars = set(range(min(stars), max(stars) + 1))
+            return lambda g: (g or "") in {str(v) for v in stars}
+    return None
+
+
+def _stance_labels(example: Example) -> bool:
+    """Whether the example's groups are stances (for and against), read by ``group_stance``."""
+    return {group_stance(d.group) for d in example.documents} >= {1, -1}
+
+
+def _opinions(claim: str, example: Example, covered: Sequence[Document]) -> tuple[int, list[int]]:
+    """The claim's opinion and its covered documents' (their labels'): polarity for ratings and sentiment,
+    stance for stances; no groups for any other attribute."""
+    attribute = (example.attribute or "").lower()
+    if attribute in ("rating", "sentiment"):
+        return polarity(claim, lemmas=True, first=True), [group_polarity(d.group) for d in covered]
+    if _stance_labels(example):
+        return stance(claim), [group_stance(d.group) for d in covered]
+    return 0, []
+
+
+def _covered(claim: str, example: Example, documents: Sequence[str]) -> list[Document]:
+    """The documents a claim's subject covers: its named groups' when the subject names one, else all."""
+    if named_groups(subject(claim), example):
+        return [d for d in example.documents if d.text in documents]
+    return list(example.documents)
+
+
 def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) -> str | None:
     """Why the claim's quantifier contradicts its documents, or None. A claim is majority or minority
-    here by its subject (``subject``: "most guests", "only one reviewer"; not "every aspect"). Three
-    rules, on at least ``QUANTITY_DOCUMENTS`` documents; a group's opinion is its rating or sentiment
-    label (``lexicon.group_polarity``), the claim's is its first opinion word, lemmatized, flipped by a
-    negation just before it (``lexicon.polarity``):
+    here by its subject (``subject``: "most guests", "only one reviewer"; not "every aspect"); "half"
+    and a count ("three of the six posts", ``stated_count``) are quantifiers too. The rules need at least
+    ``QUANTITY_DOCUMENTS`` documents (the first: covered by the subject; the others: checked against). A group's opinion is its label: rating or sentiment
+    (``lexicon.group_polarity``) or stance (``lexicon.group_stance``); the claim's is its first opinion
+    word, lemmatized (its first stance word for stances), flipped by a negation just before it:
 
+    - ``"count against the labels"``: a claim that states the label itself ("three of the six posts are
+      negative", "most reviewers rate it four or five stars", ``_stated_label``) of a number of its
+      subject's documents that their labels do not give (a count: exactly; a majority: more than half;
+      a minority: at most one, or two for "a couple", or not more than half; half: a third to two thirds);
     - ``"most against the groups"``: a majority claim whose opinion is the opposite of most of the
       documents its subject covers (all of them unless the subject names a group: "most guests
       complained" when most gave four or five stars);
     - ``"one against the groups"``: a minority claim ("only one guest was satisfied") whose opinion is that of
       at least two and more than half of the documents its subject covers;
+    - ``"half against the groups"``: a "half" claim whose opinion is that of fewer than a third, or more
+      than two thirds, of those documents;
     - ``"most from one document"``: a majority claim whose content words (stemmed, without stop words and
       the writers' nouns) are shared by fewer than ``SPREAD`` of the documents it is checked against
       ("most reviewers said the hinge rattles" when one review mentions a hinge) — unless its opinion
@@ -249,33 +333,84 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
 
     >>> from evenhand.evaluation.data.schema import Document
     >>> ex = Example("x", [Document("The lid hinge rattles.", "4"), Document("Great rice.", "5"),
-    ...                    Document("Lovely timer.", "5"), Document("Good, cheap.", "4")], attribute="rating")
+    ...                    Document("Lovely timer.", "5"), Document("Good, cheap.", "2")], attribute="rating")
     >>> docs = [d.text for d in ex.documents]
     >>> [quantity_conflict(c, ex, docs) for c in ("Most reviewers said the lid hinge rattles",
-    ...     "Most reviewers were unhappy", "Only one reviewer was happy", "Most reviewers were happy")]
-    ['most from one document', 'most against the groups', 'one against the groups', None]
+    ...     "Most reviewers were unhappy", "Only one reviewer was happy", "Most reviewers were happy",
+    ...     "Two of the four reviewers are positive", "Half of the reviewers were disappointed")]
+    ['most from one document', 'most against the groups', 'one against the groups', None, \
+'count against the labels', 'half against the groups']
     """
-    majority, minority = MAJORITY.search(subject(claim)) is not None, is_minority(claim)
-    if not (majority or minority) or len(documents) < QUANTITY_DOCUMENTS:
+    head = subject(claim)
+    majority, minority, half = MAJORITY.search(head) is not None, is_minority(claim), HALF.search(head) is not None
+    count = stated_count(claim)
+    if not (majority or minority or half or count is not None):
         return None
-    opinion = polarity(claim, lemmas=True, first=True)
+    covered = _covered(claim, example, documents)
     attribute = (example.attribute or "").lower()
-    covered = ([d for d in example.documents if d.text in documents] if named_groups(subject(claim), example)
-               else example.documents)
-    groups = [group_polarity(d.group) for d in covered] if attribute in ("rating", "sentiment") else []
+    label = _stated_label(claim, attribute)
+    if label is None and _stance_labels(example) and stance(claim):
+        side = stance(claim)
+        label = lambda g: group_stance(g) == side  # noqa: E731
+    n = len(covered)
+    if label is not None and n >= QUANTITY_DOCUMENTS:
+        holders = sum(label(d.group) for d in covered)
+        if (count is not None and count != holders) or (majority and 2 * holders <= n) \
+                or (minority and not majority and holders > (2 if "couple" in head.lower() else 1)
+                    and 2 * holders > n) or (half and not n <= 3 * holders <= 2 * n):
+            return "count against the labels"
+    if len(documents) < QUANTITY_DOCUMENTS:  # a claim naming a label is checked on that label's documents only
+        return None
+    opinion, groups = _opinions(claim, example, covered)
     agree = sum(g == opinion for g in groups) if opinion else 0
     against = sum(g == -opinion for g in groups) if opinion else 0
-    if len(groups) >= QUANTITY_DOCUMENTS:
+    if len(groups) >= QUANTITY_DOCUMENTS and opinion:
         if majority and 2 * against > len(groups):
             return "most against the groups"
         if minority and not majority and agree >= 2 and 2 * agree > len(groups):
             return "one against the groups"
+        if half and not majority and not len(groups) <= 3 * agree <= 2 * len(groups):
+            return "half against the groups"
     if majority and not 2 * agree >= len(groups) > 0:
         words = _stems(claim)
         sharing = sum(bool(words & _stems(text)) for text in documents)
         if sharing < SPREAD * len(documents):
             return "most from one document"
     return None
+
+
+#: Least support of the one document that states a claim about several (``concentrated``).
+CONCENTRATION = 0.3
+
+
+def concentrated(claim: str, example: Example, documents: Sequence[str], support: Sequence[float]) -> bool:
+    """Whether a claim about several of the documents' writers ("most reviewers", "several guests", "half",
+    "three of the posts") is stated by one document only: its subject names the writers, it is checked
+    against at least ``QUANTITY_DOCUMENTS`` documents, one supports it with at least ``CONCENTRATION`` and
+    every other one with less than a third of that — unless its opinion is that of most of the groups
+    ("most guests loved it" states the ratings, not one review's detail).
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document(t, g) for t, g in (("Pigeons scatter seed.", "3"), ("Nice.", "5"),
+    ...     ("Fine.", "4"), ("Good.", "5"))], attribute="rating")
+    >>> docs = [d.text for d in ex.documents]
+    >>> concentrated("Several reviewers say pigeons scatter seed", ex, docs, [0.9, 0.02, 0.05, 0.01])
+    True
+    >>> concentrated("One reviewer says pigeons scatter seed", ex, docs, [0.9, 0.02, 0.05, 0.01])
+    False
+    >>> concentrated("Several reviewers say pigeons scatter seed", ex, docs, [0.9, 0.4, 0.05, 0.01])
+    False
+    """
+    head = subject(claim)
+    if not (MAJORITY.search(head) or HALF.search(head) or (stated_count(claim) or 0) >= 2):
+        return False
+    if not any(w.lower().strip(",.;:'") in AUTHORS for w in head.split()) or len(support) < QUANTITY_DOCUMENTS:
+        return False
+    opinion, groups = _opinions(claim, example, _covered(claim, example, documents))
+    if opinion and 2 * sum(g == opinion for g in groups) > len(groups):
+        return False
+    top = max(support)
+    return top >= CONCENTRATION and sum(p >= top / 3 for p in support) == 1
 
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+")

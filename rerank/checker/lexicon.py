@@ -63,7 +63,7 @@ MAJORITY = re.compile(
 #: A claim with one of these among its subject words is about one or a few of its documents.
 MINORITY = re.compile(
     r"\b(only one|just one|a single|one single|not one|a minority|only a few|only two|none|no one|nobody|"
-    r"hardly any|few)\b",
+    r"hardly any|few|a couple)\b",
     re.IGNORECASE,
 )
 #: Nouns that name the writers of the documents: a claim's subject, not a fact it states.
@@ -165,6 +165,45 @@ def group_polarity(group: str | None) -> int:
     if g in ("4", "5", "pos", "positive"):
         return 1
     if g in ("1", "2", "neg", "negative"):
+        return -1
+    return 0
+
+
+#: A claim's words for being for (+1) or against (-1) what a debate or a set of posts is about.
+STANCE_WORDS: dict[str, int] = {
+    **dict.fromkeys(("favour", "favours", "favoured", "favor", "favors", "favored", "support", "supports",
+                     "supported", "backs", "backed", "welcome", "welcomes", "welcomed", "endorse", "endorses",
+                     "endorsed"), 1),
+    **dict.fromkeys(("oppose", "opposes", "opposed", "against", "object", "objects", "objected", "reject",
+                     "rejects", "rejected", "condemn", "condemns", "condemned"), -1),
+}
+
+
+def stance(text: str) -> int:
+    """+1 or -1 by the text's first stance word (``STANCE_WORDS``), flipped by a negation among the three
+    words before it; 0 without one.
+
+    >>> stance("Most posts favour the tax"), stance("Only one speaker opposed it"), stance("did not support it")
+    (1, -1, -1)
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    for i, w in enumerate(words):
+        if w in STANCE_WORDS:
+            negated = any(v in ("not", "never", "no") or v.endswith("n't") for v in words[max(0, i - 3):i])
+            return -STANCE_WORDS[w] if negated else STANCE_WORDS[w]
+    return 0
+
+
+def group_stance(group: str | None) -> int:
+    """+1 for a group in favour (``favor``, ``for``, ``pro``, ``support``), -1 for one against, else 0.
+
+    >>> [group_stance(g) for g in ("favor", "against", "none", "left")]
+    [1, -1, 0, 0]
+    """
+    g = (group or "").lower()
+    if g in ("favor", "favour", "for", "pro", "support", "supporters"):
+        return 1
+    if g in ("against", "con", "oppose", "opposed", "opponents"):
         return -1
     return 0
 

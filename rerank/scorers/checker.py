@@ -37,6 +37,7 @@ from ...evaluation.scoring.scorer import Scorer, ScorerConfig
 from ..checker.claims import (
     aggregate,
     closest_windows,
+    concentrated,
     is_majority,
     named_groups,
     quantity_conflict,
@@ -97,8 +98,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     Config = CheckerScorerConfig
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
-    # 3: quantity_check
-    score_version = 3
+    # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone
+    score_version = 4
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -141,7 +142,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
                 if self.config.quantity_check and quantity_conflict(claim, ex, texts) is not None:
-                    plan.append((False, [], 1.0, True))  # scored quantity_score: no window to check
+                    plan.append((False, [], 1.0, None))  # scored quantity_score: no window to check
                     continue
                 majority = is_majority(claim)
                 for text in texts:
@@ -152,14 +153,19 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                     docs.append(list(range(len(premises), len(premises) + len(keep))))
                     premises.extend(doc[i] for i in keep)
                     hypotheses.extend([claim] * len(keep))
-                plan.append((majority, docs, factor, False))
+                # after scoring, a claim about several documents that one states alone scores quantity_score
+                alone = (lambda support, c=claim, e=ex, t=texts: concentrated(c, e, t, support)) \
+                    if self.config.quantity_check else (lambda support: False)
+                plan.append((majority, docs, factor, alone))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
         results = []
         for plan in plans:
-            scores = [self.config.quantity_score if conflict
-                      else factor * aggregate([max(probs[i] for i in rows) for rows in docs if rows], majority)
-                      for majority, docs, factor, conflict in plan]
+            scores = []
+            for majority, docs, factor, alone in plan:
+                support = [max(probs[i] for i in rows) for rows in docs if rows]
+                scores.append(self.config.quantity_score if alone is None or alone(support)
+                              else factor * aggregate(support, majority))
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
                 "backend": self.backend_name, "claims": len(scores),
