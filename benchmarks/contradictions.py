@@ -58,6 +58,12 @@ sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or 
 party or stance), written by hand after the fifth, beside the sixth and apart from it, and not run by its author.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v7.jsonl
+
+``benchmarks/data/contradictions_v9.jsonl`` is a ninth held-out set of the same form (48 pairs, 12 more source
+sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
+party or stance), written by hand after the seventh, beside the eighth and apart from it, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v9.jsonl
 """
 
 from __future__ import annotations
@@ -85,6 +91,8 @@ HELD_OUT_5 = Path(__file__).with_name("data") / "contradictions_v5.jsonl"
 HELD_OUT_6 = Path(__file__).with_name("data") / "contradictions_v6.jsonl"
 #: A seventh held-out set, written after the fifth (beside the sixth, by another hand).
 HELD_OUT_7 = Path(__file__).with_name("data") / "contradictions_v7.jsonl"
+#: A ninth held-out set, written after the seventh (beside the eighth, by another hand).
+HELD_OUT_9 = Path(__file__).with_name("data") / "contradictions_v9.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")
