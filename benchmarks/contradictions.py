@@ -65,6 +65,12 @@ by sentiment, party or stance), written by hand after the seventh, beside a nint
 and not run by its author.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v8.jsonl
+
+``benchmarks/data/contradictions_v9.jsonl`` is a ninth held-out set of the same form (48 pairs, 12 more source
+sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
+party or stance), written by hand after the seventh, beside the eighth and apart from it, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v9.jsonl
 """
 
 from __future__ import annotations
@@ -94,6 +100,8 @@ HELD_OUT_6 = Path(__file__).with_name("data") / "contradictions_v6.jsonl"
 HELD_OUT_7 = Path(__file__).with_name("data") / "contradictions_v7.jsonl"
 #: An eighth held-out set, written after the seventh (beside a ninth, by another hand).
 HELD_OUT_8 = Path(__file__).with_name("data") / "contradictions_v8.jsonl"
+#: A ninth held-out set, written after the seventh (beside the eighth, by another hand).
+HELD_OUT_9 = Path(__file__).with_name("data") / "contradictions_v9.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")
