@@ -197,7 +197,7 @@ def test_a_claim_about_several_that_one_document_states_alone():
     assert concentrated("Three of the reviewers say pigeons scatter the seed", ex, docs, alone)
     assert not concentrated("One reviewer says pigeons scatter the seed", ex, docs, alone)  # about one
     assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs, [0.9, 0.02, 0.05, 0.01, 0.3])
-    assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs, [0.29, 0, 0, 0, 0])  # weak
+    assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs, [0.14, 0, 0, 0, 0])  # weak
     assert not concentrated("Several reviewers say pigeons scatter the seed", ex, docs[:2], alone[:2])  # < 3 docs
     assert not concentrated("Most say pigeons scatter the seed", ex, docs, alone)  # the subject names no writers
     # a claim whose opinion is that of most groups states their ratings, not one review's detail

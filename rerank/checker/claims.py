@@ -380,7 +380,7 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
 
 
 #: Least support of the one document that states a claim about several (``concentrated``).
-CONCENTRATION = 0.3
+CONCENTRATION = 0.15
 
 
 def concentrated(claim: str, example: Example, documents: Sequence[str], support: Sequence[float]) -> bool:

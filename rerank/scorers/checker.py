@@ -98,8 +98,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     Config = CheckerScorerConfig
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
-    # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone
-    score_version = 4
+    # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
+    # 5: the last at support 0.15 (was 0.3)
+    score_version = 5
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
