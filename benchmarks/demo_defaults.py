@@ -9,7 +9,8 @@ tuning set, never its training data) and, where the shared data is present, Fair
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
 constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
 ``labels``/``definition``: the fair prompts; ``groupwise``: the demo's defaults plus the group-wise
-candidate, ``evenhand.demo.GROUPWISE_RECIPE``, whose fair beams are ``none``'s): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+candidate, ``evenhand.demo.GROUPWISE_RECIPE``, whose fair beams are ``none``'s; ``interleaved``: the same
+with plain beam search over the documents interleaved by group, ``evenhand.demo.INTERLEAVED_RECIPE``): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
 which its settings take into the pool or not (``+beam`` in the name; ``+gw`` for the group-wise candidate). Every candidate is scored once by the selection scorers (the demo's composite
@@ -54,11 +55,11 @@ STEERINGS: dict[str, dict[str, float | str]] = {
     "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
     "α1": {"fairness_strength": 1.0}, "α6": {"fairness_strength": 6.0},
     "labels": {"fair_prompt": "labels"}, "definition": {"fair_prompt": "definition"},
-    "groupwise": {"groupwise": True},
+    "groupwise": {"groupwise": True}, "interleaved": {"interleave": True},
 }
 #: Steerings whose fair beams are those of another steering (same α, β, λ and prompt): not decoded
 #: again, their settings read that steering's rows (``groupwise`` only adds the group-wise candidate).
-SHARED_BEAMS: dict[str, str] = {"groupwise": "none"}
+SHARED_BEAMS: dict[str, str] = {"groupwise": "none", "interleaved": "none"}
 BETAS = (1.0, 3.0)
 SAMPLED = 3
 #: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
@@ -105,7 +106,8 @@ def settings() -> list[dict[str, Any]]:
             if not betas and not prompted:  # plain alone: no setting
                 continue
             beta_text = ",".join(f"{b:g}" for b in betas)
-            suffix = ("+gw" if STEERINGS[steer].get("groupwise") else "+beam") if prompted else ""
+            suffix = ("+gw" if STEERINGS[steer].get("groupwise") else "+il" if STEERINGS[steer].get("interleave")
+                      else "+beam") if prompted else ""
             grid.append({"name": f"{steer} β{{{beta_text}}}{suffix} N{n} {floors}",
                          "steer": steer, "betas": betas, "prompted": prompted, "n": n, "floors": floors})
     return grid
@@ -114,11 +116,13 @@ def settings() -> list[dict[str, Any]]:
 def extra_recipe(steer: str) -> str | None:
     """The one extra candidate a steering adds beside its fair beams (its prompted beam, the group-wise
     summary), which a setting takes into its pool or not; None: none."""
-    from evenhand.demo import GROUPWISE_RECIPE, prompted_beam_recipe
+    from evenhand.demo import GROUPWISE_RECIPE, INTERLEAVED_RECIPE, prompted_beam_recipe
 
     fields = STEERINGS[steer]
     if fields.get("groupwise"):
         return GROUPWISE_RECIPE
+    if fields.get("interleave"):
+        return INTERLEAVED_RECIPE
     return prompted_beam_recipe(str(fields["fair_prompt"])) if "fair_prompt" in fields else None
 
 

@@ -75,6 +75,31 @@ def test_groupwise_adds_its_candidate_before_plain(tmp_path, model_dir):
     assert row["candidates"][2]["text"] == expected
 
 
+def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_path, model_dir):
+    import json
+
+    from evenhand.cli import main
+    from evenhand.decoding.config import GenerateConfig
+    from evenhand.decoding.document_order import interleave_groups
+    from evenhand.decoding.engines.base import open_engine
+    from evenhand.decoding.generate import generate
+    from evenhand.demo import INTERLEAVED_RECIPE, demo_examples
+
+    assert "interleaved" not in settings_line(DemoConfig()).split("; why:")[0]  # default: off
+    assert "+ beam+interleaved candidate, " in settings_line(DemoConfig(interleave=True))
+    out = tmp_path / "d.jsonl"
+    assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
+                 "--interleave", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", INTERLEAVED_RECIPE, "beam"]
+    assert row["config"]["interleave"] is True
+    engine = open_engine(str(model_dir))
+    (museum,) = [ex for ex in demo_examples() if ex.id == "museum"]
+    config = GenerateConfig(max_new_tokens=4, seed=0, num_beams=4)
+    expected = generate(engine, engine.tokenizer, [interleave_groups(museum)], config, progress=False)[0]
+    assert row["candidates"][2]["text"] == expected
+
+
 def test_an_unknown_fair_prompt_is_refused_by_name():
     with pytest.raises(ValueError, match=r"`fair_prompt` must be one of \('definition', 'labels'\).*'label'"):
         DemoConfig(fair_prompt="label")

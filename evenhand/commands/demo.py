@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Add the group-wise candidate (recipe group-wise): each group's documents summarized on their "
         "own in one sentence that names the group, the sentences joined; default: off.",
     )
+    parser.add_argument(
+        "--interleave", action="store_true",
+        help="Add plain beam search over the documents interleaved by group, the smallest group first "
+        "(recipe beam+interleaved); default: off.",
+    )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "
                         "--summaries OUT --metrics ...` scores them) and a CSV table beside it.")
