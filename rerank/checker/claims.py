@@ -237,7 +237,8 @@ HALF = re.compile(r"\bhalf\b", re.IGNORECASE)
 _COUNT_WORDS = {w: i for i, w in enumerate(UNIT_WORDS) if 0 < i <= 12}
 #: A count of the documents' writers: "three of the six reviewers", "two five-star guests", "all six posts".
 _COUNTED = re.compile(
-    r"^\W*(?:(?:and|but|while|whereas|though)\s+)?(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?("
+    r"^\W*(?:(?:and|but|while|whereas|though)\s+)?(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+"
+    r"(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?("
     + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 #: A claim that states the documents' label itself: "are negative", "were mostly positive" (sentiment or
 #: rating), "rate it four or five stars" (rating).
@@ -251,7 +252,7 @@ def stated_count(claim: str) -> int | None:
     """How many of the documents' writers a claim counts as its subject, the count first ("Three of the six
     reviewers said": 3; "only two five-star guests": 2), or None.
 
-    >>> stated_count("Three of the six reviewers said"), stated_count("Only two five-star guests"),
+    >>> stated_count("Three of the six reviewers said"), stated_count("Only two five-star guests")
     (3, 2)
     >>> stated_count("Most posts"), stated_count("One reviewer said two guests left")
     (None, 1)
@@ -263,9 +264,13 @@ def stated_count(claim: str) -> int | None:
     return int(word) if word.isdigit() else _COUNT_WORDS[word]
 
 
-def _stated_label(claim: str, attribute: str) -> Callable[[str | None], bool] | None:
-    """Which documents' labels a claim states of its subject (``_STATED_POLARITY``, ``_STATED_STARS``; for a
-    stance, its stance word), as a predicate on a label; None when it states none."""
+def _stated_label(claim: str, example: Example) -> Callable[[str | None], bool] | None:
+    """Which documents' labels a claim states of its subject (``_STATED_POLARITY``, ``_STATED_STARS``; where
+    the groups are stances, its stance word), as a predicate on a label; None when it states none."""
+    attribute = (example.attribute or "").lower()
+    if _stance_labels(example) and stance(claim):
+        side = stance(claim)
+        return lambda g: group_stance(g) == side
     if attribute in ("rating", "sentiment"):
         match = _STATED_POLARITY.search(claim)
         if match is not None:
@@ -311,9 +316,10 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     """Why the claim's quantifier contradicts its documents, or None. A claim is majority or minority
     here by its subject (``subject``: "most guests", "only one reviewer"; not "every aspect"); "half"
     and a count ("three of the six posts", ``stated_count``) are quantifiers too. The rules need at least
-    ``QUANTITY_DOCUMENTS`` documents (the first: covered by the subject; the others: checked against). A group's opinion is its label: rating or sentiment
-    (``lexicon.group_polarity``) or stance (``lexicon.group_stance``); the claim's is its first opinion
-    word, lemmatized (its first stance word for stances), flipped by a negation just before it:
+    ``QUANTITY_DOCUMENTS`` documents (the first rule: covered by the subject; the others: checked
+    against). A group's opinion is its label: rating or sentiment (``lexicon.group_polarity``) or stance
+    (``lexicon.group_stance``); the claim's is its first opinion word, lemmatized (its first stance word
+    for stances), flipped by a negation just before it:
 
     - ``"count against the labels"``: a claim that states the label itself ("three of the six posts are
       negative", "most reviewers rate it four or five stars", ``_stated_label``) of a number of its
@@ -347,11 +353,7 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     if not (majority or minority or half or count is not None):
         return None
     covered = _covered(claim, example, documents)
-    attribute = (example.attribute or "").lower()
-    label = _stated_label(claim, attribute)
-    if label is None and _stance_labels(example) and stance(claim):
-        side = stance(claim)
-        label = lambda g: group_stance(g) == side  # noqa: E731
+    label = _stated_label(claim, example)
     n = len(covered)
     if label is not None and n >= QUANTITY_DOCUMENTS:
         holders = sum(label(d.group) for d in covered)
