@@ -78,6 +78,13 @@ by sentiment, party or stance), written by hand after the ninth, beside an eleve
 it, and not run by its author.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v10.jsonl
+
+``benchmarks/data/contradictions_v11.jsonl`` is an eleventh held-out set of the same form (48 pairs, 12 more source
+sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
+by sentiment, party or stance), written by hand after the ninth, beside a tenth by another hand and apart from it,
+and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v11.jsonl
 """
 
 from __future__ import annotations
@@ -111,6 +118,8 @@ HELD_OUT_8 = Path(__file__).with_name("data") / "contradictions_v8.jsonl"
 HELD_OUT_9 = Path(__file__).with_name("data") / "contradictions_v9.jsonl"
 #: A tenth held-out set, written after the ninth (beside an eleventh, by another hand).
 HELD_OUT_10 = Path(__file__).with_name("data") / "contradictions_v10.jsonl"
+#: An eleventh held-out set, written after the ninth (beside a tenth, by another hand).
+HELD_OUT_11 = Path(__file__).with_name("data") / "contradictions_v11.jsonl"
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

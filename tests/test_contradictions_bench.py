@@ -93,7 +93,11 @@ def test_second_held_out_set_is_well_formed_and_new():
                                   contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
                                   contradictions.HELD_OUT_6, contradictions.HELD_OUT_7, contradictions.HELD_OUT_8,
                                   contradictions.HELD_OUT_9)),
-], ids=["third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"])
+    (contradictions.HELD_OUT_11, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
+                                  contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
+                                  contradictions.HELD_OUT_6, contradictions.HELD_OUT_7, contradictions.HELD_OUT_8,
+                                  contradictions.HELD_OUT_9, contradictions.HELD_OUT_10)),
+], ids=["third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"])
 def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
     from evenhand.evaluation.text.sentences import split_sentences
