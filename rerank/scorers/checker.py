@@ -132,7 +132,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         model = self._load()
-        plans = []  # per output: per claim (majority, [window indices per document], number factor, conflict)
+        # per output, per claim: (claim, example, its documents, majority, [window indices per document],
+        # number factor, conflict); a claim whose quantifier conflicts has no window to check
+        plans = []
         premises: list[str] = []
         hypotheses: list[str] = []
         split: dict[str, list[str]] = {}  # a document's windows, cut once for all claims of the batch
@@ -143,7 +145,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
                 if self.config.quantity_check and quantity_conflict(claim, ex, texts) is not None:
-                    plan.append((False, [], 1.0, None))  # scored quantity_score: no window to check
+                    plan.append((claim, ex, texts, False, [], 1.0, True))
                     continue
                 majority = is_majority(claim)
                 for text in texts:
@@ -154,19 +156,17 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                     docs.append(list(range(len(premises), len(premises) + len(keep))))
                     premises.extend(doc[i] for i in keep)
                     hypotheses.extend([claim] * len(keep))
-                # after scoring, a claim about several documents that one states alone scores quantity_score
-                alone = (lambda support, c=claim, e=ex, t=texts: concentrated(c, e, t, support)) \
-                    if self.config.quantity_check else (lambda support: False)
-                plan.append((majority, docs, factor, alone))
+                plan.append((claim, ex, texts, majority, docs, factor, False))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
         results = []
         for plan in plans:
             scores = []
-            for majority, docs, factor, alone in plan:
+            for claim, ex, texts, majority, docs, factor, conflict in plan:
                 support = [max(probs[i] for i in rows) for rows in docs if rows]
-                scores.append(self.config.quantity_score if alone is None or alone(support)
-                              else factor * aggregate(support, majority))
+                # a claim about several documents that one of them states alone is a conflict too
+                conflict = conflict or (self.config.quantity_check and concentrated(claim, ex, texts, support))
+                scores.append(self.config.quantity_score if conflict else factor * aggregate(support, majority))
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
                 "backend": self.backend_name, "claims": len(scores),
