@@ -120,6 +120,9 @@ HELD_OUT_9 = Path(__file__).with_name("data") / "contradictions_v9.jsonl"
 HELD_OUT_10 = Path(__file__).with_name("data") / "contradictions_v10.jsonl"
 #: An eleventh held-out set, written after the ninth (beside a tenth, by another hand).
 HELD_OUT_11 = Path(__file__).with_name("data") / "contradictions_v11.jsonl"
+#: The held-out sets in the order they were written (each written without seeing the later ones).
+HELD_OUT_SETS = (HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8, HELD_OUT_9,
+                 HELD_OUT_10, HELD_OUT_11)
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

@@ -72,31 +72,9 @@ def test_second_held_out_set_is_well_formed_and_new():
     assert not ids & {ex.id for ex in demo_examples()}
 
 
-@pytest.mark.parametrize(("path", "earlier"), [
-    (contradictions.HELD_OUT_3, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2)),
-    (contradictions.HELD_OUT_4,
-     (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2, contradictions.HELD_OUT_3)),
-    (contradictions.HELD_OUT_5, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4)),
-    (contradictions.HELD_OUT_6, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5)),
-    (contradictions.HELD_OUT_7, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
-                                 contradictions.HELD_OUT_6)),
-    (contradictions.HELD_OUT_8, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
-                                 contradictions.HELD_OUT_6, contradictions.HELD_OUT_7)),
-    (contradictions.HELD_OUT_9, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                 contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
-                                 contradictions.HELD_OUT_6, contradictions.HELD_OUT_7, contradictions.HELD_OUT_8)),
-    (contradictions.HELD_OUT_10, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                  contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
-                                  contradictions.HELD_OUT_6, contradictions.HELD_OUT_7, contradictions.HELD_OUT_8,
-                                  contradictions.HELD_OUT_9)),
-    (contradictions.HELD_OUT_11, (contradictions.DATA, contradictions.DEV, contradictions.HELD_OUT_2,
-                                  contradictions.HELD_OUT_3, contradictions.HELD_OUT_4, contradictions.HELD_OUT_5,
-                                  contradictions.HELD_OUT_6, contradictions.HELD_OUT_7, contradictions.HELD_OUT_8,
-                                  contradictions.HELD_OUT_9, contradictions.HELD_OUT_10)),
+@pytest.mark.parametrize(("path", "earlier"), [  # each set against the pairs and every set written before it
+    (path, (contradictions.DATA, contradictions.DEV, *contradictions.HELD_OUT_SETS[:i]))
+    for i, path in enumerate(contradictions.HELD_OUT_SETS) if i >= 1
 ], ids=["third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh"])
 def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
