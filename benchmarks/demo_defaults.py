@@ -106,8 +106,8 @@ def settings() -> list[dict[str, Any]]:
             if not betas and not prompted:  # plain alone: no setting
                 continue
             beta_text = ",".join(f"{b:g}" for b in betas)
-            suffix = ("+gw" if STEERINGS[steer].get("groupwise") else "+il" if STEERINGS[steer].get("interleave")
-                      else "+beam") if prompted else ""
+            kind = next((k for k in ("groupwise", "interleave") if STEERINGS[steer].get(k)), "prompt")
+            suffix = {"groupwise": "+gw", "interleave": "+il", "prompt": "+beam"}[kind] if prompted else ""
             grid.append({"name": f"{steer} β{{{beta_text}}}{suffix} N{n} {floors}",
                          "steer": steer, "betas": betas, "prompted": prompted, "n": n, "floors": floors})
     return grid
