@@ -114,6 +114,9 @@ class DemoConfig:
     def __post_init__(self) -> None:
         coerce_lists(self)
         check_fair_prompt(self.fair_prompt)
+        for name in ("groupwise", "interleave"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
         if self.abstractiveness is not None and self.extractiveness is not None:
             raise ValueError("set `abstractiveness` (λ_h penalty) or `extractiveness` (reward), not both")
 

@@ -100,6 +100,13 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
     assert row["candidates"][2]["text"] == expected
 
 
+def test_candidate_switches_must_be_booleans():
+    for name in ("groupwise", "interleave"):
+        with pytest.raises(ValueError, match=rf"`{name}` must be true or false, got 'yes'"):
+            DemoConfig(**{name: "yes"})
+        assert getattr(DemoConfig(**{name: True}), name) is True
+
+
 def test_an_unknown_fair_prompt_is_refused_by_name():
     with pytest.raises(ValueError, match=r"`fair_prompt` must be one of \('definition', 'labels'\).*'label'"):
         DemoConfig(fair_prompt="label")
