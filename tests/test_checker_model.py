@@ -133,8 +133,8 @@ def test_a_claim_about_several_that_one_document_states_alone_scores_minus_one(t
 
     monkeypatch.setattr(checker_scorer, "concentrated", alone)
 
-    def scorer():  # a fresh one each time: a scorer keeps the scores it computed
-        return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+    def scorer():  # a fresh one each time: a scorer keeps the scores it computed (the LM test apart: below)
+        return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, lm_check=False)
 
     # the rule reads each document's support (one window each) and decides between -1 and the majority score
     monkeypatch.setattr(claims, "CONCENTRATION", 0.0)
@@ -149,6 +149,49 @@ def test_a_claim_about_several_that_one_document_states_alone_scores_minus_one(t
     assert scorer().score([ex], [claim])[0] == -1.0
     off = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False, quantity_check=False)
     assert off.score([ex], [claim])[0] == pytest.approx(sorted(p, reverse=True)[1], abs=1e-6)
+
+
+def test_a_claim_about_several_that_the_lm_reads_in_one_document_only_scores_minus_one(tiny_checker, model_dir):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.rerank.checker.claims import one_writer
+
+    texts = ["The lamp is bright.", "Bright and warm light.", "The box was dented.", "A lovely bright lamp."]
+    ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "4", "3", "5"))], attribute="rating")
+    claim = "Several reviewers say the box held a lamp"
+
+    def scorer(**options):
+        return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False,
+                          lm_model=str(model_dir), **options)
+
+    off = scorer(lm_check=False)
+    plain = off.score([ex], [claim])[0]
+    assert plain != -1.0 and off._lm is None  # no LM test, no LM loaded
+    # the LM's mean log-prob of "A reviewer say the box held a lamp" after each document alone (tiny random LM)
+    lm = scorer().lm()
+    assert one_writer(claim) == "A reviewer say the box held a lamp"
+    means = sorted((float(lm.token_logprobs(lm.prefix_ids(t), [lm.summary_ids(one_writer(claim))])[0].mean())
+                    for t in texts), reverse=True)
+    gap = means[0] - means[1]
+    assert gap > 0
+    # one document leads the next by more than lm_gap: -1; by less: the checker's own score
+    below = scorer(lm_gap=gap * 0.99)
+    assert below.score([ex], [claim])[0] == -1.0
+    assert sorted(below._lm_means.values(), reverse=True) == pytest.approx(means, abs=1e-5)
+    assert scorer(lm_gap=gap * 1.01).score([ex], [claim])[0] == pytest.approx(plain, abs=1e-6)
+    # a claim about one writer, or a test switched off by quantity_check, never reads the LM
+    one = scorer(lm_gap=gap * 0.99)
+    assert one.score([ex], ["One reviewer says the box held a lamp"])[0] != -1.0 and not one._lm_means
+    unchecked = scorer(lm_gap=gap * 0.99, quantity_check=False)
+    assert unchecked.score([ex], [claim])[0] != -1.0 and not unchecked._lm_means
+    # the gap keys the score cache; bad values are refused by name
+    assert scorer(lm_gap=1.0)._fingerprint() != scorer(lm_gap=2.0)._fingerprint()
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "2"):
+        with pytest.raises(ValueError, match="lm_gap"):
+            get_scorer("checker", lm_gap=bad)
+    for name, bad in (("lm_check", "yes"), ("lm_model", "")):
+        with pytest.raises(ValueError, match=name):
+            get_scorer("checker", **{name: bad})
 
 
 def test_checker_checks_a_claim_against_its_closest_windows_only(tiny_checker):

@@ -182,6 +182,11 @@ def test_quantity_conflicts_count_labels_half_and_stances():
     parties = Example("tax", [Document(t, g) for t, g in zip(taxes, ("left", "right") * 3)], attribute="party")
     assert conflict("Only a couple of posts favour the tax", parties) is None
     assert conflict("Most posts want the tax", stances) is None
+    # "all but N" counts the subject's documents less N: 4 of the 6 posts favour the tax, 2 oppose it
+    assert conflict("All but two of the posts favour the tax", stances) is None
+    assert conflict("All but one of the posts favour the tax", stances) == "count against the labels"
+    assert conflict("And all but one of the six reviews are four or five stars") == "count against the labels"
+    assert conflict("All but three of the six reviews are four or five stars") is None  # 3 of 6
     # "all but one" is one quantifier, not a contrast
     assert split_claims("All but one of the speakers spoke for it, but Byrne did not.") == [
         "All but one of the speakers spoke for it", "but Byrne did not."]

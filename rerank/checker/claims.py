@@ -240,10 +240,13 @@ _COUNTED = re.compile(
     r"^\W*(?:(?:and|but|while|whereas|though)\s+)?(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+"
     r"(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?("
     + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+#: "All but one of the seven reviews", "and all but two speakers": every writer the subject covers but a count.
+_ALL_BUT = re.compile(r"^\W*(?:(?:and|but|while|whereas|though)\s+)?all\s+but\s+(\d+|"
+                      + "|".join(_COUNT_WORDS) + r")\b", re.IGNORECASE)
 #: A claim that states the documents' label itself: "are negative", "were mostly positive" (sentiment or
 #: rating), "rate it four or five stars" (rating).
 _STATED_POLARITY = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(positive|negative|neutral|mixed)\b", re.I)
-_STATED_STARS = re.compile(r"\b(?:rate[sd]?|rating|gave|give[sn]?|giving|award(?:s|ed)?)\b(?:\s+[\w-]+){0,3}?\s+"
+_STATED_STARS = re.compile(r"\b(?:rate[sd]?|rating|gave|give[sn]?|giving|award(?:s|ed)?|are|were)\b(?:\s+[\w-]+){0,3}?\s+"
                            r"((?:\d|" + "|".join(UNIT_WORDS[1:6]) + r")(?:\s+(?:or|and|to)\s+(?:\d|"
                            + "|".join(UNIT_WORDS[1:6]) + r"))?)[\s-]+stars?\b", re.IGNORECASE)
 
@@ -258,6 +261,19 @@ def stated_count(claim: str) -> int | None:
     (None, 1)
     """
     match = _COUNTED.search(claim)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+
+
+def all_but(claim: str) -> int | None:
+    """How many writers a claim that starts "all but N" leaves out of its subject, or None.
+
+    >>> all_but("All but one of the seven reviews are four or five stars"), all_but("All reviews")
+    (1, None)
+    """
+    match = _ALL_BUT.search(claim)
     if match is None:
         return None
     word = match.group(1).lower()
@@ -322,7 +338,8 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     for stances), flipped by a negation just before it:
 
     - ``"count against the labels"``: a claim that states the label itself ("three of the six posts are
-      negative", "most reviewers rate it four or five stars", ``_stated_label``) of a number of its
+      negative", "most reviewers rate it four or five stars", "all but one of the reviews are five stars",
+      ``_stated_label``; "all but N" counts the subject's documents less N, ``all_but``) of a number of its
       subject's documents that their labels do not give (a count: exactly; a majority: more than half;
       a minority: at most one, or two for "a couple", or not more than half; half: a third to two thirds);
     - ``"most against the groups"``: a majority claim whose opinion is the opposite of most of the
@@ -343,9 +360,10 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     >>> docs = [d.text for d in ex.documents]
     >>> [quantity_conflict(c, ex, docs) for c in ("Most reviewers said the lid hinge rattles",
     ...     "Most reviewers were unhappy", "Only one reviewer was happy", "Most reviewers were happy",
-    ...     "Two of the four reviewers are positive", "Half of the reviewers were disappointed")]
+    ...     "Two of the four reviewers are positive", "Half of the reviewers were disappointed",
+    ...     "All but one of the reviewers gave it five stars", "All but one of them are positive")]
     ['most from one document', 'most against the groups', 'one against the groups', None, \
-'count against the labels', 'half against the groups']
+'count against the labels', 'half against the groups', 'count against the labels', None]
     """
     head = subject(claim)
     majority, minority, half = MAJORITY.search(head) is not None, is_minority(claim), HALF.search(head) is not None
@@ -355,6 +373,8 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     covered = _covered(claim, example, documents)
     label = _stated_label(claim, example)
     n = len(covered)
+    if all_but(claim) is not None:  # "all but one of the reviewers": a count of all the subject's but one
+        count, majority = n - (all_but(claim) or 0), False
     if label is not None and n >= QUANTITY_DOCUMENTS:
         holders = sum(label(d.group) for d in covered)
         if (count is not None and count != holders) or (majority and 2 * holders <= n) \
@@ -403,16 +423,54 @@ def concentrated(claim: str, example: Example, documents: Sequence[str], support
     >>> concentrated("Several reviewers say pigeons scatter seed", ex, docs, [0.9, 0.4, 0.05, 0.01])
     False
     """
-    head = subject(claim)
-    if not (MAJORITY.search(head) or HALF.search(head) or (stated_count(claim) or 0) >= 2):
-        return False
-    if not any(w.lower().strip(",.;:'") in AUTHORS for w in head.split()) or len(support) < QUANTITY_DOCUMENTS:
-        return False
-    opinion, groups = _opinions(claim, example, _covered(claim, example, documents))
-    if opinion and 2 * sum(g == opinion for g in groups) > len(groups):
+    if len(support) < QUANTITY_DOCUMENTS or not about_several(claim, example, documents):
         return False
     top = max(support)
     return top >= CONCENTRATION and sum(p >= top / 3 for p in support) == 1
+
+
+def about_several(claim: str, example: Example, documents: Sequence[str], opinions: bool = True) -> bool:
+    """Whether a claim is about several of its documents' writers, the claims ``concentrated`` and the
+    checker's LM test read: a subject that names the writers with "most", "several", "half" or a count of
+    two or more, at least ``QUANTITY_DOCUMENTS`` documents, and (``opinions``) an opinion, if any, that is
+    not most groups' ("most guests loved it" states the ratings, which the checker does not read).
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document(t, g) for t, g in (("Loud.", "2"), ("Nice.", "5"), ("Good.", "5"))],
+    ...     attribute="rating")
+    >>> docs = [d.text for d in ex.documents]
+    >>> [about_several(c, ex, docs) for c in ("Most guests mention the view", "One guest mentions the view",
+    ...     "Most say the view is nice", "Most guests loved it", "Most guests hated it")]
+    [True, False, False, False, True]
+    >>> about_several("Most guests loved it", ex, docs, opinions=False)
+    True
+    """
+    head = subject(claim)
+    if not (MAJORITY.search(head) or HALF.search(head) or (stated_count(claim) or 0) >= 2):
+        return False
+    if not any(w.lower().strip(",.;:'") in AUTHORS for w in head.split()) or len(documents) < QUANTITY_DOCUMENTS:
+        return False
+    if not opinions:
+        return True
+    opinion, groups = _opinions(claim, example, _covered(claim, example, documents))
+    return not (opinion and 2 * sum(g == opinion for g in groups) > len(groups))
+
+
+#: What the checker's LM test reads in place of a claim's subject: one writer (``one_writer``).
+ONE_WRITER = "A reviewer"
+
+
+def one_writer(claim: str) -> str:
+    """The claim said of one writer: its predicate after ``ONE_WRITER`` ("Most guests mention the view" ->
+    "A reviewer mention the view"; the verb is not re-inflected: the LM test compares one claim across
+    documents, so the same words are read after each).
+
+    >>> one_writer("and most speakers say fencing costs too much")
+    'A reviewer say fencing costs too much'
+    """
+    head = subject(claim)
+    predicate = claim[claim.find(head) + len(head):].strip(" ,") if head in claim else claim
+    return f"{ONE_WRITER} {predicate}" if predicate else claim
 
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+")

@@ -15,9 +15,15 @@ reads digits poorly); a claim whose quantifier contradicts them
 (``claims.quantity_conflict``: "most" against the documents' ratings or for a
 detail few of them share, "only one" for what most say; the cross-encoder reads
 one document at a time and cannot count) scores ``quantity_score`` (-1) instead;
-the summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
-such claims). A summary without
-claims scores ``empty_score``.
+so does a claim about several writers ("most guests", "three of the speakers",
+``claims.about_several``) that one document alone supports, by the checker
+(``claims.concentrated``) or, with ``lm_check``, by an LM: said of one writer
+(``claims.one_writer``), the claim's mean token log-prob after one document
+exceeds that after every other by more than ``lm_gap`` (the LM reads each
+document alone, its prompt run once for all claims about it; the same words
+after each document, so this is the gap between per-document PMIs).
+The summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
+such claims). A summary without claims scores ``empty_score``.
 
 The checker is a MiniLM cross-encoder trained offline by the project
 (``evenhand build-checker``) — not an NLI or AlignScore model; every record
@@ -35,11 +41,13 @@ from ...evaluation.data.schema import Example
 from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
 from ..checker.claims import (
+    about_several,
     aggregate,
     closest_windows,
     concentrated,
     is_majority,
     named_groups,
+    one_writer,
     quantity_conflict,
     split_claims,
     unsupported_numbers,
@@ -68,6 +76,15 @@ class CheckerScorerConfig(ScorerConfig):
     quantity_score: float = field(default=-1.0, metadata={
         "help": "Score of such a claim in place of its support, in [-1, 1] (default -1: below any claim that is "
         "merely unsupported)."})
+    lm_check: bool = field(default=True, metadata={
+        "help": "Also score as `quantity_score` a claim about several writers ('most guests', 'three of the "
+        "speakers') that one document alone makes likely under `lm_model`: the LM's mean log-prob of the claim "
+        "said of one writer after that document exceeds that after every other document by more than `lm_gap` "
+        "(needs `quantity_check`; false: no LM is loaded)."})
+    lm_model: str = field(default="smollm2-135m-instruct", metadata={
+        "help": "The LM of `lm_check`: embedded alias, local folder or cached HF id (read as lm-pmi reads it)."})
+    lm_gap: float = field(default=1.5, metadata={
+        "help": "Nats per token by which one document must lead the next for `lm_check` to fire (> 0)."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
 
     def __post_init__(self) -> None:
@@ -81,8 +98,14 @@ class CheckerScorerConfig(ScorerConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 1.0:
                 raise ValueError(f"`{name}` must be a number in [{low:g}, 1], got {value!r}")
-        if not isinstance(self.quantity_check, bool):
-            raise ValueError(f"`quantity_check` must be true or false, got {self.quantity_check!r}")
+        for name in ("quantity_check", "lm_check"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
+        gap = self.lm_gap
+        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < float("inf"):
+            raise ValueError(f"`lm_gap` must be a finite number > 0, got {gap!r}")
+        if not isinstance(self.lm_model, str) or not self.lm_model.strip():
+            raise ValueError(f"`lm_model` must name a model (alias, folder or HF id), got {self.lm_model!r}")
 
 
 def claim_documents(claim: str, example: Example) -> list[str]:
@@ -99,14 +122,16 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     Config = CheckerScorerConfig
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
     # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
-    # 5: the last at support 0.15 (was 0.3)
-    score_version = 5
+    # 5: the last at support 0.15 (was 0.3); 6: lm_check
+    score_version = 6
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
     def __init__(self, config: CheckerScorerConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
         self._model: Any = None
+        self._lm: Any = None
+        self._lm_means: dict[tuple[str, str], float] = {}  # (document, claim said of one writer) -> mean log-prob
 
     @property
     def folder(self) -> Path:
@@ -159,13 +184,23 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 plan.append((claim, ex, texts, majority, docs, factor, False))
             plans.append(plan)
         probs = model.probs(premises, hypotheses, self.config.batch_size) if premises else []
+        # a claim about several documents that one of them states alone is a conflict too: by the checker's
+        # support, else (``lm_check``) by the LM's reading of each document
+        lm_test: list[tuple[str, list[str]]] = []
+        for plan in plans:
+            for j, (claim, ex, texts, majority, docs, factor, conflict) in enumerate(plan):
+                support = [max(probs[i] for i in rows) for rows in docs if rows]
+                conflict = conflict or (self.config.quantity_check and concentrated(claim, ex, texts, support))
+                plan[j] = (claim, ex, texts, majority, support, factor, conflict)
+                if not conflict and self.config.quantity_check and self.config.lm_check \
+                        and about_several(claim, ex, texts, opinions=False):
+                    lm_test.append((claim, texts))
+        alone = self._one_document_leads(lm_test)
         results = []
         for plan in plans:
             scores = []
-            for claim, ex, texts, majority, docs, factor, conflict in plan:
-                support = [max(probs[i] for i in rows) for rows in docs if rows]
-                # a claim about several documents that one of them states alone is a conflict too
-                conflict = conflict or (self.config.quantity_check and concentrated(claim, ex, texts, support))
+            for claim, _, texts, majority, support, factor, conflict in plan:
+                conflict = conflict or (claim, tuple(texts)) in alone
                 scores.append(self.config.quantity_score if conflict else factor * aggregate(support, majority))
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
@@ -173,3 +208,52 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 "weakest": min(scores) if scores else self.config.empty_score,
             })
         return results
+
+    # -- lm_check ------------------------------------------------------------------
+    def lm(self) -> Any:
+        """The ``lm-pmi`` scorer whose model ``lm_check`` reads (not loaded until used; it shares the model
+        with an ``lm-pmi`` of the same settings in this process)."""
+        if self._lm is None:
+            from .lm_likelihood import LmConfig, LmPmi
+
+            self._lm = LmPmi(LmConfig(model=self.config.lm_model, device=self.config.device, progress=False))
+        return self._lm
+
+    def _one_document_leads(self, claims: list[tuple[str, list[str]]]) -> set[tuple[str, tuple[str, ...]]]:
+        """The (claim, documents) pairs whose claim, said of one writer (``claims.one_writer``), one document
+        makes more likely than every other by more than ``lm_gap`` (mean log-prob per token after each
+        document alone; the same words read after each, so this is also the gap in per-document PMI).
+
+        Each document's prompt runs once for all the claims read after it (its KV cache reused).
+        """
+        if not claims:
+            return set()
+        lm = self.lm()
+        limit = lm.config.max_source_tokens
+        wanted: dict[str, dict[str, None]] = {}
+        for claim, texts in claims:
+            for text in texts:
+                if (text, one_writer(claim)) not in self._lm_means:
+                    wanted.setdefault(text, {})[one_writer(claim)] = None
+        for text, said in wanted.items():
+            ids = lm._ids(text)
+            prompt = lm._load()[1].decode(ids[:limit]) if len(ids) > limit else text  # a long turn: its start
+            rows = lm.token_logprobs(lm.prefix_ids(prompt), [lm.summary_ids(c) for c in said])
+            self._lm_means.update({(text, c): float(r.mean()) for c, r in zip(said, rows)})
+        leads = set()
+        for claim, texts in claims:
+            means = sorted((self._lm_means[(t, one_writer(claim))] for t in texts), reverse=True)
+            if means[0] - means[1] > self.config.lm_gap:
+                leads.add((claim, tuple(texts)))
+        return leads
+
+    def _model_content(self) -> list[str] | None:
+        """The checker folder's digest, and with ``lm_check`` the LM's (a local model replaced in place)."""
+        own = super()._model_content() or []
+        lm = (self.lm()._cached_model_content() or []) if self.config.lm_check else []
+        return own + lm or None
+
+    def cache_clear(self) -> None:
+        """Forget the in-memory cache and the LM test's per-document log-probs."""
+        super().cache_clear()
+        self._lm_means.clear()
