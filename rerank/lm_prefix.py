@@ -156,6 +156,91 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
     return [torch.cat([first_lp[i : i + 1], rest]) for i, rest in enumerate(rests)]
 
 
+def branched_logprobs(
+    model: Any, stem_ids: Sequence[int], branches: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]
+) -> list[list[Any]]:
+    """Per-token log p of each suffix after ``stem + branch``, for several branches, in two forwards.
+
+    A causal LM reads a tree: the stem (shared by every prompt, e.g. a chat template's system turn) runs once
+    with ``use_cache``; then one row holds every branch (the rest of one prompt, e.g. one document and the
+    instruction) and every suffix read after it, with position ids continuing its branch and a 4D mask
+    letting a branch token see the stem and its own branch's earlier tokens, and a suffix token the stem,
+    its whole branch and its own suffix's earlier tokens. The row is ordered so that the positions whose
+    logits are needed (each branch's last token, every suffix token but the last) come last and only they
+    are kept (``logits_to_keep``). Every suffix's values equal an unpadded forward of stem + branch + suffix
+    (to float rounding).
+
+    Args:
+        model: a transformers causal LM.
+        stem_ids: the shared prefix (non-empty).
+        branches: ``(branch_ids, suffixes)`` pairs; every branch and every suffix non-empty.
+
+    Returns:
+        Per branch, one float32 CPU tensor per suffix with its tokens' natural-log probabilities.
+    """
+    import torch
+
+    if not stem_ids:
+        raise ValueError("`stem_ids` is empty; give at least one prompt token (e.g. bos)")
+    if any(not b or any(not s for s in sfx) for b, sfx in branches):
+        raise ValueError("every branch and every suffix in `branches` needs at least one token")
+    read = [i for i, (_, sfx) in enumerate(branches) if sfx]  # a branch without suffixes is not run
+    result: list[list[Any]] = [[] for _ in branches]
+    if not read:
+        return result
+    device = next(model.parameters()).device
+    stem = len(stem_ids)
+    # the row: branches' heads (all but the last token), their last tokens, then the suffixes (all but the last)
+    ids, branch, suffix, offset = [], [], [], []  # per token: branch index, suffix index (-1: a branch token)
+    branches = [(list(branches[i][0]), [list(x) for x in branches[i][1]]) for i in read]
+    for part in ("head", "last"):
+        for b, (tokens, _) in enumerate(branches):
+            span = range(len(tokens) - 1) if part == "head" else [len(tokens) - 1]
+            ids += [tokens[i] for i in span]
+            branch += [b] * len(span)
+            suffix += [-1] * len(span)
+            offset += list(span)
+    kept = len(branches)
+    k = 0
+    for b, (tokens, suffixes) in enumerate(branches):
+        for s in suffixes:
+            ids += s[:-1]
+            branch += [b] * (len(s) - 1)
+            suffix += [k] * (len(s) - 1)
+            offset += [len(tokens) + i for i in range(len(s) - 1)]
+            kept += len(s) - 1
+            k += 1
+    br, sf, off = (torch.tensor(x, dtype=torch.long, device=device) for x in (branch, suffix, offset))
+    same = br[:, None] == br[None, :]
+    key_branch = sf[None, :] < 0
+    own = (sf[:, None] == sf[None, :]) & (off[None, :] <= off[:, None])
+    allowed = same & ((key_branch & (off[None, :] <= off[:, None])) | (~key_branch & own))
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([list(stem_ids)], device=device), use_cache=True, logits_to_keep=1)
+        dtype = out.logits.dtype if out.logits.is_floating_point() else torch.float32
+        allowed = torch.cat([torch.ones((len(ids), stem), dtype=torch.bool, device=device), allowed], 1)
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        logits = model(
+            input_ids=torch.tensor([ids], device=device), attention_mask=mask[None, None],
+            position_ids=(stem + off)[None], past_key_values=out.past_key_values, use_cache=False,
+            logits_to_keep=kept,
+        ).logits[0].float()
+        logp = logits - torch.logsumexp(logits, -1, keepdim=True)
+        last, rest = logp[: len(branches)], logp[len(branches):]
+        flat = [(b, s) for b, (_, sfx) in enumerate(branches) for s in sfx]
+        heads = torch.tensor([s[0] for _, s in flat], dtype=torch.long, device=device)
+        which = torch.tensor([b for b, _ in flat], dtype=torch.long, device=device)
+        first_lp = last[which, heads].cpu()
+        targets = torch.tensor([t for _, s in flat for t in s[1:]], dtype=torch.long, device=device)
+        rest_lp = rest.gather(-1, targets[:, None])[:, 0].cpu()
+    ends = torch.tensor([len(s) - 1 for _, s in flat]).cumsum(0).tolist()
+    rests = torch.tensor_split(rest_lp, ends[:-1])
+    values = [torch.cat([first_lp[i : i + 1], r]) for i, r in enumerate(rests)]
+    for i, (_, sfx) in zip(read, branches):
+        result[i], values = values[: len(sfx)], values[len(sfx):]
+    return result
+
+
 def _seq2seq_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
     """``continuation_logprobs`` of a seq2seq LM: the prefix encoded once, the suffixes right-padded."""
     import torch

@@ -160,13 +160,14 @@ def test_a_claim_about_several_that_the_lm_reads_in_one_document_only_scores_min
     ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "4", "3", "5"))], attribute="rating")
     claim = "Several reviewers say the box held a lamp"
 
-    def scorer(**options):
+    def scorer(**options):  # the LM test on (it is off by default)
         return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False,
-                          lm_model=str(model_dir), **options)
+                          lm_model=str(model_dir), **{"lm_check": True, **options})
 
     off = scorer(lm_check=False)
     plain = off.score([ex], [claim])[0]
     assert plain != -1.0 and off._lm is None  # no LM test, no LM loaded
+    assert get_scorer("checker").config.lm_check is False  # the default: off (its cost, docs/reranking.md)
     # the LM's mean log-prob of "A reviewer say the box held a lamp" after each document alone (tiny random LM)
     lm = scorer().lm()
     assert one_writer(claim) == "A reviewer say the box held a lamp"

@@ -246,6 +246,26 @@ def test_packed_continuations_equal_padded_ones_and_unpadded_forwards(tiny_causa
         start, row = start + len(suffix), row + 1
 
 
+def test_branched_logprobs_equal_unpadded_forwards_of_stem_branch_and_suffix(tiny_causal):
+    from evenhand.rerank.lm_prefix import branched_logprobs
+
+    model, _ = tiny_causal
+    stem = [5, 17, 99]
+    branches = [([3, 250, 8], [[11, 12, 13, 14, 15], [40]]), ([6], []), ([9, 9, 2, 71, 30], [[7, 7, 7]]),
+                ([12, 12], [[40], [1, 2]])]
+    got = branched_logprobs(model, stem, branches)
+    assert [len(g) for g in got] == [2, 0, 1, 2]  # per branch, one row per suffix (none for the second)
+    for (branch, suffixes), rows in zip(branches, got):
+        for suffix, row in zip(suffixes, rows):
+            assert row.shape == (len(suffix),)
+            assert torch.allclose(row, _direct(model, stem + branch, suffix), atol=1e-4)
+    # the same suffix after two branches reads two different prompts
+    assert not torch.allclose(got[0][1], got[3][0], atol=1e-3)
+    for bad in (([], branches), (stem, [([], [[1]])]), (stem, [([1], [[]])])):
+        with pytest.raises(ValueError, match="stem|branch"):
+            branched_logprobs(model, *bad)
+
+
 def test_lm_scorers_share_their_passes(tiny_causal):
     """lm-pmi + lm-likelihood + fluency together: the same values as alone, lm-pmi's forward passes only."""
     model, tok = tiny_causal

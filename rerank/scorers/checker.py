@@ -53,6 +53,23 @@ from ..checker.claims import (
     unsupported_numbers,
     windows,
 )
+from ..lm_prefix import branched_logprobs
+
+#: Tokens per forward of the LM test (documents' prompts and the claims read after them).
+LM_TREE_TOKENS = 4096
+
+
+def _common_start(rows: list[list[int]]) -> list[int]:
+    """The longest common start of token rows, one token short of the shortest (each keeps a branch).
+
+    >>> _common_start([[1, 2, 3, 4], [1, 2, 5]]), _common_start([[1, 2], [1, 2, 3]])
+    ([1, 2], [1])
+    """
+    n = min(len(r) for r in rows) - 1
+    for i in range(n):
+        if any(r[i] != rows[0][i] for r in rows):
+            return rows[0][:i]
+    return rows[0][:n]
 
 
 @dataclass
@@ -76,7 +93,7 @@ class CheckerScorerConfig(ScorerConfig):
     quantity_score: float = field(default=-1.0, metadata={
         "help": "Score of such a claim in place of its support, in [-1, 1] (default -1: below any claim that is "
         "merely unsupported)."})
-    lm_check: bool = field(default=True, metadata={
+    lm_check: bool = field(default=False, metadata={
         "help": "Also score as `quantity_score` a claim about several writers ('most guests', 'three of the "
         "speakers') that one document alone makes likely under `lm_model`: the LM's mean log-prob of the claim "
         "said of one writer after that document exceeds that after every other document by more than `lm_gap` "
@@ -224,7 +241,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
         makes more likely than every other by more than ``lm_gap`` (mean log-prob per token after each
         document alone; the same words read after each, so this is also the gap in per-document PMI).
 
-        Each document's prompt runs once for all the claims read after it (its KV cache reused).
+        Each document's prompt runs once for all the claims read after it: in-process, all documents' prompts
+        in one tree of their shared start (``lm_prefix.branched_logprobs``, per ``LM_TREE_TOKENS`` tokens);
+        on vLLM or a server, one request per document and claim (their prefix cache shares the prompt).
         """
         if not claims:
             return set()
@@ -235,11 +254,40 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
             for text in texts:
                 if (text, one_writer(claim)) not in self._lm_means:
                     wanted.setdefault(text, {})[one_writer(claim)] = None
+        prompts, suffixes = {}, {}
         for text, said in wanted.items():
             ids = lm._ids(text)
             prompt = lm._load()[1].decode(ids[:limit]) if len(ids) > limit else text  # a long turn: its start
-            rows = lm.token_logprobs(lm.prefix_ids(prompt), [lm.summary_ids(c) for c in said])
-            self._lm_means.update({(text, c): float(r.mean()) for c, r in zip(said, rows)})
+            prompts[text] = lm.prefix_ids(prompt)
+            suffixes.update({c: lm.summary_ids(c) for c in said if c not in suffixes})
+        if lm.on_vllm or lm.server is not None or lm._seq2seq:  # one request or pass per document
+            for text, said in wanted.items():
+                rows = lm.token_logprobs(prompts[text], [suffixes[c] for c in said])
+                self._lm_means.update({(text, c): float(r.mean()) for c, r in zip(said, rows)})
+            return self._leads(claims)
+        # in-process causal LM: the documents' prompts as branches of their shared start, a tree per
+        # LM_TREE_TOKENS tokens (``lm_prefix.branched_logprobs``: two forwards each)
+        texts = list(wanted)
+        while texts:
+            size, group = 0, []
+            for text in texts:
+                cost = len(prompts[text]) + sum(len(suffixes[c]) for c in wanted[text])
+                if group and size + cost > LM_TREE_TOKENS:
+                    break
+                size, group = size + cost, [*group, text]
+            texts = texts[len(group):]
+            stem = _common_start([prompts[t] for t in group])
+            if stem:
+                rows = branched_logprobs(lm._load()[0], stem, [
+                    (prompts[t][len(stem):], [suffixes[c] for c in wanted[t]]) for t in group])
+            else:  # prompts that share no start (no bos, no template): one pass per document
+                rows = [lm.token_logprobs(prompts[t], [suffixes[c] for c in wanted[t]]) for t in group]
+            for text, values in zip(group, rows):
+                self._lm_means.update({(text, c): float(r.mean()) for c, r in zip(wanted[text], values)})
+        return self._leads(claims)
+
+    def _leads(self, claims: list[tuple[str, list[str]]]) -> set[tuple[str, tuple[str, ...]]]:
+        """The claims of ``_one_document_leads`` whose leading document leads by more than ``lm_gap``."""
         leads = set()
         for claim, texts in claims:
             means = sorted((self._lm_means[(t, one_writer(claim))] for t in texts), reverse=True)
