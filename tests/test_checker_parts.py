@@ -187,6 +187,14 @@ def test_quantity_conflicts_count_labels_half_and_stances():
     assert conflict("All but one of the posts favour the tax", stances) == "count against the labels"
     assert conflict("And all but one of the six reviews are four or five stars") == "count against the labels"
     assert conflict("All but three of the six reviews are four or five stars") is None  # 3 of 6
+    # writers named after "from" are a quantified subject too ("… come from several reviewers who …")
+    from evenhand.rerank.scorers.checker import quantity_conflicts
+
+    docs = [d.text for d in ex.documents]
+    happy = Example("tv", [Document(t, g) for t, g in zip(texts, ("5", "5", "4", "5", "1", "4"))], attribute="rating")
+    assert quantity_conflicts("The complaints come from several reviewers who hated the remote", happy, docs)
+    assert not quantity_conflicts("The complaints come from one reviewer who hated the remote", happy, docs)
+    assert not quantity_conflicts("The praise comes from most reviewers, who loved the picture", happy, docs)
     # "all but one" is one quantifier, not a contrast
     assert split_claims("All but one of the speakers spoke for it, but Byrne did not.") == [
         "All but one of the speakers spoke for it", "but Byrne did not."]

@@ -280,6 +280,28 @@ def all_but(claim: str) -> int | None:
     return int(word) if word.isdigit() else _COUNT_WORDS[word]
 
 
+#: Writers named inside a claim, after "from", with what they wrote after "who"/"whose": "the low ratings
+#: come from several reviewers whose hinges cracked", "and from most guests, who found the room cold".
+_FROM_WRITERS = re.compile(
+    r"\bfrom\s+((?:only\s+|just\s+|nearly\s+|almost\s+)?(?:most|many|several|all|a few|few|a couple of|"
+    r"\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:of\s+the\s+)?(?:[\w-]+\s+)?(?:"
+    + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r"))\b,?\s+(?:whose|who)\s+(\S.*)$", re.IGNORECASE)
+
+
+def from_writers(claim: str) -> str | None:
+    """The claim restated with the writers it names after "from" as its subject ("The low ratings come from
+    several reviewers whose hinges cracked" -> "several reviewers hinges cracked"), for the quantity rules;
+    None when it names none there.
+
+    >>> from_writers("and from several reviewers whose acrylic removal burned the nail beds.")
+    'several reviewers acrylic removal burned the nail beds.'
+    >>> from_writers("The praise comes from the staff, who were kind") is None
+    True
+    """
+    match = _FROM_WRITERS.search(claim)
+    return f"{match.group(1)} {match.group(2)}" if match else None
+
+
 def _stated_label(claim: str, example: Example) -> Callable[[str | None], bool] | None:
     """Which documents' labels a claim states of its subject (``_STATED_POLARITY``, ``_STATED_STARS``; where
     the groups are stances, its stance word), as a predicate on a label; None when it states none."""

@@ -45,6 +45,7 @@ from ..checker.claims import (
     aggregate,
     closest_windows,
     concentrated,
+    from_writers,
     is_majority,
     named_groups,
     one_writer,
@@ -132,6 +133,16 @@ def claim_documents(claim: str, example: Example) -> list[str]:
     return docs or [d.text for d in example.documents]
 
 
+def quantity_conflicts(claim: str, example: Example, documents: list[str]) -> bool:
+    """Whether the claim's quantifier contradicts its documents (``claims.quantity_conflict``), or that of the
+    writers it names after "from" (``claims.from_writers``: "… come from several reviewers whose …",
+    checked against the documents that restatement is about)."""
+    if quantity_conflict(claim, example, documents) is not None:
+        return True
+    restated = from_writers(claim)
+    return restated is not None and quantity_conflict(restated, example, claim_documents(restated, example)) is not None
+
+
 @register("checker")
 class CheckerScorer(Scorer[CheckerScorerConfig]):
     """Support of each claim of the summary by the documents it is about, by evenhand's checker."""
@@ -139,8 +150,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     Config = CheckerScorerConfig
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
     # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
-    # 5: the last at support 0.15 (was 0.3); 6: lm_check
-    score_version = 6
+    # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from"
+    score_version = 7
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -186,7 +197,7 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
                 docs = []
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
-                if self.config.quantity_check and quantity_conflict(claim, ex, texts) is not None:
+                if self.config.quantity_check and quantity_conflicts(claim, ex, texts):
                     plan.append((claim, ex, texts, False, [], 1.0, True))
                     continue
                 majority = is_majority(claim)
