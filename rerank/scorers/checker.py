@@ -14,14 +14,17 @@ states about the same thing (``claims.unsupported_numbers``: the cross-encoder
 reads digits poorly); a claim whose quantifier contradicts them
 (``claims.quantity_conflict``: "most" against the documents' ratings or for a
 detail few of them share, "only one" for what most say; the cross-encoder reads
-one document at a time and cannot count) scores ``quantity_score`` (-1) instead;
+one document at a time and cannot count; also the writers a claim names after
+"from", ``claims.from_writers``) scores ``quantity_score`` (-1) instead;
 so does a claim about several writers ("most guests", "three of the speakers",
 ``claims.about_several``) that one document alone supports, by the checker
 (``claims.concentrated``) or, with ``lm_check``, by an LM: said of one writer
 (``claims.one_writer``), the claim's mean token log-prob after one document
 exceeds that after every other by more than ``lm_gap`` (the LM reads each
 document alone, its prompt run once for all claims about it; the same words
-after each document, so this is the gap between per-document PMIs).
+after each document, so this is the gap between per-document PMIs). ``lm_check``
+is off by default: on fresh hand-written pairs it changed no result, at 1.9x the
+cost (docs/reranking.md).
 The summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
 such claims). A summary without claims scores ``empty_score``.
 
