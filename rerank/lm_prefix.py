@@ -151,7 +151,15 @@ def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list
         targets = torch.tensor([t for s in suffix_ids_list for t in list(s)[1:]], dtype=torch.long)
         targets = targets.to(packed.device)
         rest_lp = (packed.gather(-1, targets[:, None])[:, 0] - torch.logsumexp(packed, -1)).cpu()
-    ends = torch.tensor([len(s) - 1 for s in suffix_ids_list]).cumsum(0).tolist()
+    return _per_suffix(first_lp, rest_lp, suffix_ids_list)
+
+
+def _per_suffix(first_lp: Any, rest_lp: Any, suffixes: Sequence[Sequence[int]]) -> list[Any]:
+    """One row per suffix: its first token's log p (``first_lp[i]``) and the rest's, cut from ``rest_lp``
+    (the suffixes' other tokens, concatenated in order)."""
+    import torch
+
+    ends = torch.tensor([len(s) - 1 for s in suffixes]).cumsum(0).tolist()
     rests = torch.tensor_split(rest_lp, ends[:-1])
     return [torch.cat([first_lp[i : i + 1], rest]) for i, rest in enumerate(rests)]
 
@@ -233,9 +241,7 @@ def branched_logprobs(
         first_lp = last[which, heads].cpu()
         targets = torch.tensor([t for _, s in flat for t in s[1:]], dtype=torch.long, device=device)
         rest_lp = rest.gather(-1, targets[:, None])[:, 0].cpu()
-    ends = torch.tensor([len(s) - 1 for _, s in flat]).cumsum(0).tolist()
-    rests = torch.tensor_split(rest_lp, ends[:-1])
-    values = [torch.cat([first_lp[i : i + 1], r]) for i, r in enumerate(rests)]
+    values = _per_suffix(first_lp, rest_lp, [s for _, s in flat])
     for i, (_, sfx) in zip(read, branches):
         result[i], values = values[: len(sfx)], values[len(sfx):]
     return result
