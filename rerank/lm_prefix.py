@@ -104,14 +104,23 @@ def packed_logits_after_prefix(
         starts = (torch.cumsum(lengths, 0) - lengths).to(device)
         offset = torch.arange(total, device=device) - starts[segment]
         own = (segment[:, None] == segment[None, :]) & (offset[None, :] <= offset[:, None])
-        allowed = torch.cat([torch.ones((total, plen), dtype=torch.bool, device=device), own], 1)
-        dtype = out.logits.dtype if out.logits.is_floating_point() else torch.float32
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        mask = _after_cache_mask(own, plen, out.logits)
         logits = model(
             input_ids=ids[None], attention_mask=mask[None, None], position_ids=(plen + offset)[None],
             past_key_values=out.past_key_values, use_cache=False,
         ).logits[0]
     return first, logits
+
+
+def _after_cache_mask(allowed: Any, cached: int, like: Any) -> Any:
+    """The additive attention mask of tokens read after ``cached`` cached ones: each sees every cached token
+    and the new ones ``allowed`` (a boolean ``(new, new)`` matrix) lets it; 0 where seen, the dtype's minimum
+    elsewhere, in ``like``'s floating dtype (float32 otherwise) and on its device."""
+    import torch
+
+    seen = torch.cat([torch.ones((allowed.shape[0], cached), dtype=torch.bool, device=allowed.device), allowed], 1)
+    dtype = like.dtype if like.is_floating_point() else torch.float32
+    return torch.zeros(seen.shape, dtype=dtype, device=allowed.device).masked_fill(~seen, torch.finfo(dtype).min)
 
 
 def continuation_logprobs(model: Any, prefix_ids: Sequence[int], suffix_ids_list: Sequence[Sequence[int]]) -> list[Any]:
@@ -225,9 +234,7 @@ def branched_logprobs(
     allowed = same & ((key_branch & (off[None, :] <= off[:, None])) | (~key_branch & own))
     with torch.no_grad():
         out = model(input_ids=torch.tensor([list(stem_ids)], device=device), use_cache=True, logits_to_keep=1)
-        dtype = out.logits.dtype if out.logits.is_floating_point() else torch.float32
-        allowed = torch.cat([torch.ones((len(ids), stem), dtype=torch.bool, device=device), allowed], 1)
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+        mask = _after_cache_mask(allowed, stem, out.logits)
         logits = model(
             input_ids=torch.tensor([ids], device=device), attention_mask=mask[None, None],
             position_ids=(stem + off)[None], past_key_values=out.past_key_values, use_cache=False,
