@@ -60,7 +60,12 @@ class DecodingSettings:
         Every count is an int within a sane upper bound and every float finite
         (``evaluation.data.checks``): NaN and inf never reach ``model.generate``.
         """
-        from ..evaluation.data.checks import MAX_DERIVED_SEED, check_count, check_number
+        from ..evaluation.data.checks import (
+            MAX_DERIVED_SEED,
+            check_count,
+            check_flags,
+            check_number,
+        )
 
         check_count(self.max_new_tokens, "max_new_tokens")
         check_count(self.num_beams, "num_beams")
@@ -68,9 +73,7 @@ class DecodingSettings:
         check_count(self.no_repeat_ngram_size, "no_repeat_ngram_size", low=0)
         # a user's seed is checked to 2**32 - 1 where it is given; derived ones add batch offsets
         check_number(self.seed, "seed", low=0, high=MAX_DERIVED_SEED, integer=True)
-        for name in ("do_sample", "penalize_prompt"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
+        check_flags(self, "do_sample", "penalize_prompt")
         if isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool) \
                 and self.temperature <= 0:
             raise ValueError(

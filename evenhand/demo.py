@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from evenhand.decoding.prompts.templates import check_fair_prompt
+from evenhand.evaluation.data.checks import check_flags
 from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
 from evenhand.evaluation.data.schema import Example
@@ -114,9 +115,7 @@ class DemoConfig:
     def __post_init__(self) -> None:
         coerce_lists(self)
         check_fair_prompt(self.fair_prompt)
-        for name in ("groupwise", "interleave"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
+        check_flags(self, "groupwise", "interleave")
         if self.abstractiveness is not None and self.extractiveness is not None:
             raise ValueError("set `abstractiveness` (λ_h penalty) or `extractiveness` (reward), not both")
 

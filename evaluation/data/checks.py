@@ -153,6 +153,15 @@ def check_number(
     return value
 
 
+def check_flags(config: Any, *names: str) -> None:
+    """Fields of a config that must be true or false: ValueError naming the first that is not
+    (``"yes"`` and ``1`` included), with its value."""
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be true or false, got {value!r}")
+
+
 def check_count(value: Any, name: str, *, low: int = 1, limit: str | None = None,
                 high: int | None = None, none_ok: bool = False, where: str = "") -> Any:
     """An int in ``[low, high]``; ``high`` defaults to ``LIMITS[limit or name]`` (the sane upper bound)."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...evaluation.data.checks import check_count
+from ...evaluation.data.checks import check_count, check_flags, check_number
 from ...evaluation.data.schema import Example
 from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
@@ -119,12 +119,8 @@ class CheckerScorerConfig(ScorerConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 1.0:
                 raise ValueError(f"`{name}` must be a number in [{low:g}, 1], got {value!r}")
-        for name in ("quantity_check", "lm_check"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"`{name}` must be true or false, got {getattr(self, name)!r}")
-        gap = self.lm_gap
-        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < float("inf"):
-            raise ValueError(f"`lm_gap` must be a finite number > 0, got {gap!r}")
+        check_flags(self, "quantity_check", "lm_check")
+        check_number(self.lm_gap, "lm_gap", low=0, low_open=True)
         if not isinstance(self.lm_model, str) or not self.lm_model.strip():
             raise ValueError(f"`lm_model` must name a model (alias, folder or HF id), got {self.lm_model!r}")
 
