@@ -175,7 +175,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except interrupts.Interrupted as err:
         # Ctrl-C, kill, a closed terminal: the run unwound (locks released, servers stopped); say what is kept
         _end_progress_line(close_all=True)  # every bar, libraries' too: nothing is drawn again
-        interrupts.end_children()
         if parsed:
             print(interrupts.message(parsed[0].command, parsed[0], given, err), file=sys.stderr)
         else:

@@ -111,7 +111,13 @@ def handling() -> Iterator[None]:
     sys.unraisablehook = swallowed
     try:
         with adopt_orphans():  # a worker whose parent died first is still ours to end
-            yield
+            try:
+                yield
+            except Interrupted:
+                # ended while this process is still the subreaper: an engine that the same Ctrl-C kills
+                # a moment later leaves its workers here, not to init (out of reach)
+                end_children()
+                raise
     finally:
         sys.unraisablehook = previous_hook
         for number, handler in previous.items():

@@ -86,13 +86,30 @@ def _reap() -> None:
                 return
 
 
-def end_descendants(grace: float = 5.0) -> list[int]:
+def end_descendants(grace: float = 5.0, rounds: int = 5) -> list[int]:
     """SIGTERM every descendant, SIGKILL those still alive ``grace`` seconds later; return their pids.
 
     A pid is signalled only while it is the same process (its start time is
-    checked), so a pid reused by an unrelated process is never touched.
+    checked), so a pid reused by an unrelated process is never touched. A process
+    that dies while this runs (an engine killed by the same Ctrl-C, or by this
+    SIGTERM) hands its own children to this process when it is the subreaper
+    (:func:`adopt_orphans`); they were not in the first walk, so the walk is
+    repeated until it finds no new process, at most ``rounds`` times.
     """
-    procs = descendants()
+    ended: list[int] = []
+    seen: set[tuple[int, int]] = set()
+    for _ in range(max(1, rounds)):
+        procs = [proc for proc in descendants() if proc not in seen]
+        if not procs:
+            break
+        seen.update(procs)
+        _end(procs, grace)
+        ended.extend(pid for pid, _ in procs)
+    return ended
+
+
+def _end(procs: list[tuple[int, int]], grace: float) -> None:
+    """SIGTERM ``procs``, SIGKILL those alive after ``grace`` seconds, and reap them."""
     for pid, start in procs:
         if alive(pid, start or None):
             with contextlib.suppress(OSError):
@@ -113,7 +130,6 @@ def end_descendants(grace: float = 5.0) -> list[int]:
         if not any(alive(pid, start or None) for pid, start in procs):
             break
         time.sleep(0.05)
-    return [pid for pid, _ in procs]
 
 
 def _prctl(option: int, value: int = 0) -> int | None:

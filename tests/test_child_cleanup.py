@@ -117,3 +117,46 @@ def test_end_descendants_reaches_an_orphan_adopted_by_this_process():
         assert orphan in [pid for pid, _ in descendants()]  # re-parented to this process, still found
         assert orphan in end_descendants(grace=0.5)  # SIGTERM ignored: SIGKILL after the grace
     assert not alive(orphan)
+
+
+def test_end_descendants_ends_an_orphan_left_while_it_runs():
+    """A child that, when ended, starts a worker and exits hands that worker to this process after the
+    first walk; the walk is repeated, so the worker is ended too (the race of a Ctrl-C on a busy machine)."""
+    from evenhand.process_tree import adopt_orphans, alive, end_descendants
+
+    code = ("import os, signal, subprocess, sys, time\n"
+            "def spawn(*_):\n"
+            "    p = subprocess.Popen([sys.executable, '-c', "
+            "'import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\ntime.sleep(300)'])\n"
+            "    print(p.pid, flush=True)\n"
+            "    time.sleep(0.5)\n"
+            "    os._exit(0)\n"
+            "signal.signal(signal.SIGTERM, spawn)\nprint('ready', flush=True)\ntime.sleep(300)\n")
+    late = 0
+    try:
+        with adopt_orphans():
+            parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+            assert parent.stdout.readline().strip() == "ready"
+            ended = end_descendants(grace=5.0)
+            late = int(parent.stdout.readline())
+        assert parent.pid in ended and late in ended, (parent.pid, late, ended)  # found in the second walk
+        assert not alive(late)
+    finally:
+        if late and alive(late):
+            os.kill(late, signal.SIGKILL)
+
+
+def test_an_interrupted_command_ends_its_children_while_it_is_still_their_subreaper(monkeypatch):
+    """``handling`` ends the children before it stops adopting orphans, so an engine that dies only
+    after the command has unwound still leaves its workers within reach."""
+    from evenhand import interrupts, process_tree
+
+    if process_tree._prctl(process_tree._PR_GET_CHILD_SUBREAPER) != 0:
+        pytest.skip("no prctl, or this process is a subreaper already")
+    seen: list[int | None] = []
+    monkeypatch.setattr(interrupts, "end_children",
+                        lambda: seen.append(process_tree._prctl(process_tree._PR_GET_CHILD_SUBREAPER)))
+    with pytest.raises(interrupts.Interrupted), interrupts.handling():
+        raise interrupts.Interrupted(signal.SIGINT)
+    assert seen == [1]  # once, while the subreaper flag was still set
+    assert process_tree._prctl(process_tree._PR_GET_CHILD_SUBREAPER) == 0  # restored afterwards
