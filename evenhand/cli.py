@@ -95,11 +95,16 @@ def _quiet_libraries() -> None:
     """
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # its download retries: --allow-download fails in one line
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM's INFO/WARNING lines only with -v
     if "vllm" in sys.modules:
         import logging
 
         logging.getLogger("vllm").setLevel(logging.ERROR)
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import logging as hub_logging
+
+        hub_logging.set_verbosity_error()
     if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
@@ -222,6 +227,13 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as err:
         from evenhand.evaluation.io.output_checks import WRITE_ERRNOS
 
+        if args.allow_download and _from_the_hub(err):
+            # --allow-download without a reachable hub (or an id the hub does not have): one line, no traceback
+            _end_progress_line()
+            first = " ".join(str(err).split()).split(". ")[0]
+            print(f"evenhand {args.command}: error: --allow-download: a model could not be fetched ({first}); "
+                  "check the network and the model id, or give a local model folder", file=sys.stderr)
+            return 2
         if err.errno not in WRITE_ERRNOS:
             raise
         # disk full, quota, read-only file system while writing: name the file, nothing finished is lost
@@ -230,6 +242,18 @@ def _run(args: argparse.Namespace) -> int:
         print(f"evenhand {args.command}: error: {where}cannot write ({WRITE_ERRNOS[err.errno]}); "
               "results finished before are kept; free space and run again", file=sys.stderr)
         return 2
+
+
+def _from_the_hub(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it was raised from) comes from ``huggingface_hub``: a download failed."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.split(".")[0] == "huggingface_hub":
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 if __name__ == "__main__":

@@ -1359,37 +1359,36 @@ ROUND3_CASES: list[tuple[list[str], str]] = [
 @pytest.mark.parametrize("argv, needle", ROUND3_CASES, ids=[f"{a[0]}:{i}" for i, (a, _) in enumerate(ROUND3_CASES)])
 def test_round3_size_bounds_exit_2_with_one_line_and_change_nothing(work, model_dir, capsys, monkeypatch,
                                                                      argv, needle):
-    import time
-
     for name, text in ROUND3_FILES.items():
         (work / name).write_text(text)
     monkeypatch.setenv("EVENHAND_MAX_TEXT_CHARS", "1000")
     argv = [a.replace("{w}", str(work)).replace("{m}", str(model_dir)) for a in argv]
     before = _snapshot(work)
-    start = time.monotonic()
     code = _run_bounded(argv)
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert code == 2 and len(err.splitlines()) == 1, (code, err)
     assert err.startswith(f"evenhand {argv[0]}: error: ") and needle in err, err
     assert "Traceback" not in captured.err + captured.out
-    assert _snapshot(work) == before and time.monotonic() - start < 60
+    assert _snapshot(work) == before
 
 
-def test_a_50_mb_one_line_document_is_refused_before_tokenizing(work, model_dir, capsys):
-    """The default bound (1,000,000 characters) stops it in seconds; the tokenizer never sees it."""
-    import time
+def test_a_50_mb_one_line_document_is_refused_before_tokenizing(work, model_dir, capsys, monkeypatch):
+    """The default bound (1,000,000 characters) refuses it; the tokenizer never sees it (never even loads)."""
+    import transformers
 
+    loads: list[str] = []
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda *a, **k: loads.append(str(a[:1])) or pytest.fail("a tokenizer was loaded"))
     (work / "huge50.jsonl").write_text(_line(_rec(documents=[
         {"text": "x" * 50_000_000, "group": "pos"}, {"text": "Bad.", "group": "neg"}])))
     before = _snapshot(work)
-    start = time.monotonic()
     code = _run_bounded(["generate", "--data", str(work / "huge50.jsonl"), "--out", str(work / "o.jsonl"),
                          "--model", str(model_dir)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "`documents` holds 50,000,00" in err and "limit of 1,000,000" in err, err
-    assert _snapshot(work) == before and time.monotonic() - start < 60
+    assert _snapshot(work) == before and loads == []
 
 
 def test_a_file_over_the_size_bound_is_refused_before_it_is_read(work, capsys, monkeypatch):
@@ -1478,8 +1477,6 @@ ROUND3_TRACEBACKS: list[tuple[str, list[str], str]] = [
 
 @pytest.mark.parametrize("case, argv, needle", ROUND3_TRACEBACKS, ids=[c for c, _, _ in ROUND3_TRACEBACKS])
 def test_round3_tracebacks_are_one_line(work, model_dir, adapters, capsys, monkeypatch, case, argv, needle):
-    import time
-
     (work / "empty.yaml").write_text("")
     (work / "comment.yaml").write_text("# nothing set yet\n")
     (work / "weights.yaml").write_text("data: data.jsonl\nout_dir: run\nscorers: rouge-l-recall,rouge-l-precision\n"
@@ -1495,7 +1492,6 @@ def test_round3_tracebacks_are_one_line(work, model_dir, adapters, capsys, monke
     monkeypatch.chdir(work)  # the train configs name their files relative to the working folder
     argv = [a.replace("{w}", str(work)).replace("{m}", str(model_dir)).replace("{a}", str(adapters)) for a in argv]
     before = _snapshot(work)
-    start = time.monotonic()
     code = _run_bounded(argv)
     captured = capsys.readouterr()
     lines = [part for line in captured.err.splitlines() for part in line.split("\r") if part.strip()]
@@ -1503,7 +1499,7 @@ def test_round3_tracebacks_are_one_line(work, model_dir, adapters, capsys, monke
     assert code == 2 and errors == [lines[-1]], (code, captured.err)  # one error line, the last
     assert lines[-1].startswith(f"evenhand {argv[0]}: error: ") and needle in lines[-1], lines[-1]
     assert "Traceback" not in captured.err + captured.out
-    assert _snapshot(work) == before and time.monotonic() - start < 120
+    assert _snapshot(work) == before
 
 
 def test_a_sweep_prompt_past_the_context_is_one_line_before_any_bar(work, model_dir, capsys):

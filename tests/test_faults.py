@@ -502,22 +502,22 @@ sys.exit(main(json.loads(sys.argv[1])))
 
 
 def _signalled(argv: list[str], signum: int, when, patch: str = "", again: float | None = None,  # noqa: ANN001
-               bound: float = 120.0) -> tuple[int, str, float]:
+               bound: float = 120.0) -> tuple[int, str]:
     """Run ``evenhand argv`` in a subprocess, send ``signum`` once ``when()`` holds (a second one ``again``
-    seconds later, if given); return the exit status, stderr and the seconds from the signal to the exit."""
+    seconds later, if given); return the exit status and stderr. How soon it stopped is read from what it
+    left (records kept, a flag a patched step writes only when it is not cut short), never from the clock."""
     proc = subprocess.Popen([sys.executable, "-c", _WRAPPER.format(patch=patch), json.dumps(argv)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + bound
     while time.time() < deadline and proc.poll() is None and not when():
         time.sleep(0.02)
     assert proc.poll() is None, f"finished before the signal: {proc.communicate()[1]}"
-    sent = time.time()
     proc.send_signal(signum)
     if again is not None:
         time.sleep(again)
         proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    return proc.returncode, err, time.time() - sent
+    return proc.returncode, err
 
 
 def _last_line(err: str) -> str:
@@ -535,7 +535,7 @@ def test_a_signal_during_generate_keeps_finished_batches_and_the_resume_is_ident
     flags = ["--model", str(model_dir), "--max-new-tokens", "10", "--batch-size", "2"]
     part, full = tmp_path / "part.jsonl", tmp_path / "full.jsonl"
     argv = ["generate", "--data", str(data), "--out", str(part), *flags, "--no-resume"]
-    status, err, took = _signalled(argv, signum, lambda: part.exists() and part.read_bytes().endswith(b"\n"))
+    status, err = _signalled(argv, signum, lambda: part.exists() and part.read_bytes().endswith(b"\n"))
     line = _last_line(err)
     kept = len(part.read_text().splitlines())
     assert status == code and 0 < kept < 10, (status, err)
@@ -543,7 +543,7 @@ def test_a_signal_during_generate_keeps_finished_batches_and_the_resume_is_ident
     assert f"kept {kept} finished records in {part}" in line
     resume = line.split("resume with: ", 1)[1]
     assert resume == " ".join(["evenhand", *argv[:-1]])  # --no-resume dropped: it would discard what is kept
-    assert part.read_text().endswith("\n") and not lock_path(part).exists() and took < 30
+    assert part.read_text().endswith("\n") and not lock_path(part).exists()
     if signum != signal.SIGINT:
         return  # the resume below is the same for every signal: run it once
     assert main(resume.split()[1:]) == 0
@@ -558,15 +558,17 @@ def test_sigterm_during_evaluate_keeps_the_old_tables_and_says_run_again(tmp_pat
     out = tmp_path / "r.jsonl"
     out.write_text("an older table\n")
     before = _sha(out)
-    flag = tmp_path / "scoring"
-    # the signal arrives while the metrics run: the metric module tells the test when it started
+    flag, slept = tmp_path / "scoring", tmp_path / "slept"
+    # the signal arrives while the metrics run: the metric module tells the test when it started, and
+    # writes `slept` only if its 30 s sleep is waited out (the signal must cut it short)
     patch = ("import evenhand.evaluation.scoring.report as r\n_orig = r.evaluate\n"
-             f"def slow(*a, **k):\n    open({str(flag)!r}, 'w').close(); time.sleep(30); return _orig(*a, **k)\n"
+             f"def slow(*a, **k):\n    open({str(flag)!r}, 'w').close(); time.sleep(30)\n"
+             f"    open({str(slept)!r}, 'w').close(); return _orig(*a, **k)\n"
              "r.evaluate = slow\n")
     argv = ["evaluate", "--data", str(data), "--summaries", str(tmp_path / "s.jsonl"), "--out", str(out)]
-    status, err, took = _signalled(argv, signal.SIGTERM, flag.exists, patch=patch)
+    status, err = _signalled(argv, signal.SIGTERM, flag.exists, patch=patch)
     line = _last_line(err)
-    assert status == 143 and took < 10, (status, err)
+    assert status == 143 and not slept.exists(), (status, err)
     assert line.startswith("evenhand evaluate: interrupted (SIGTERM); nothing was written"), line
     assert line.endswith("run again with: " + " ".join(["evenhand", *argv])), line
     assert _sha(out) == before and not lock_path(out).exists()
@@ -575,20 +577,22 @@ def test_sigterm_during_evaluate_keeps_the_old_tables_and_says_run_again(tmp_pat
 
 def test_a_second_ctrl_c_exits_at_once_and_ends_the_children(tmp_path, model_dir):
     data = _write_data(tmp_path / "data.jsonl", 12)
-    out, child_pid = tmp_path / "o.jsonl", tmp_path / "child.pid"
-    # a child process of the command (as a server would be), and a clean-up that hangs
+    out, child_pid, waited = tmp_path / "o.jsonl", tmp_path / "child.pid", tmp_path / "waited"
+    # a child process of the command (as a server would be), and a clean-up that hangs (and writes
+    # `waited` if the hang is ever waited out: the second Ctrl-C must not wait for it)
     patch = (f"child = subprocess.Popen(['sleep', '600']); open({str(child_pid)!r}, 'w').write(str(child.pid))\n"
              "import evenhand.evaluation.io.locks as locks\n_orig = locks.output_lock.__wrapped__\n"
              "import contextlib\n@contextlib.contextmanager\ndef hanging(*a, **k):\n"
              "    with contextlib.ExitStack() as s:\n        s.enter_context(contextlib.contextmanager(_orig)(*a, **k))\n"
              "        try:\n            yield\n        finally:\n            time.sleep(120)\n"
+             f"            open({str(waited)!r}, 'w').close()\n"
              "locks.output_lock = hanging\n")
     argv = ["generate", "--data", str(data), "--out", str(out), "--model", str(model_dir),
             "--max-new-tokens", "12", "--batch-size", "2"]
-    status, err, took = _signalled(argv, signal.SIGINT, lambda: out.exists() and out.stat().st_size > 0,
-                                   patch=patch, again=1.0)
+    status, err = _signalled(argv, signal.SIGINT, lambda: out.exists() and out.stat().st_size > 0,
+                             patch=patch, again=1.0)
     line = _last_line(err)
-    assert status == 130 and took < 15, (status, took, err)
+    assert status == 130 and not waited.exists(), (status, err)
     assert "interrupted again (SIGINT); stopped at once" in line, line
     pid = int(child_pid.read_text())
     time.sleep(0.5)
@@ -639,12 +643,11 @@ def test_a_sweep_of_another_config_is_refused_on_a_results_file_unless_merged(mo
     other.write_text(_sweep_config(tmp_path, data, model_dir, "mint").read_text().replace(
         "max_new_tokens: 6", "max_new_tokens: 5"))
     capsys.readouterr()
-    start = time.time()
     assert main(["sweep", "--config", str(other), "--quiet", "--results", str(results)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "holds the results of another sweep (1 of its cells are not in this " \
         "config, 1 of this config's are not in it)" in err and "--merge" in err, err
-    assert _sha(results) == before and time.time() - start < 60
+    assert _sha(results) == before
     assert main(["sweep", "--config", str(other), "--quiet", "--results", str(results), "--merge"]) == 0
     from evenhand.sweep.store import read_results
 
@@ -723,10 +726,10 @@ def test_sigterm_during_a_sweep_keeps_committed_rows_and_the_resume_completes_th
             return 0
 
     argv = ["sweep", "--config", str(config), "--results", str(results)]
-    status, err, took = _signalled(argv, signal.SIGTERM, lambda: rows() > 0)
+    status, err = _signalled(argv, signal.SIGTERM, lambda: rows() > 0)
     line = _last_line(err)
     kept = rows()
-    assert status == 143 and 0 < kept < 12 and took < 30, (status, err)
+    assert status == 143 and 0 < kept < 12, (status, err)
     assert line == (f"evenhand sweep: interrupted (SIGTERM); kept {kept} finished rows in {results}; "
                     f"resume with: evenhand {' '.join(argv)}"), line
     assert not lock_path(results).exists()

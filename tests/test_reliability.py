@@ -174,15 +174,39 @@ def test_generate_refuses_to_resume_with_other_options(data, model_dir, tmp_path
     assert out.read_bytes() == before
 
 
-def test_offline_unknown_model_fails_fast_without_network(data, tmp_path, capsys):
-    start = time.perf_counter()
-    code = main(["generate", "--data", str(data), "--out", str(tmp_path / "o.jsonl"),
-                 "--model", "no-such-org/no-such-model"])
-    seconds = time.perf_counter() - start
+def test_offline_unknown_model_fails_fast_without_network(data, tmp_path, capsys, monkeypatch):
+    """Offline (the default) an unknown id is refused before any network request; with
+    ``--allow-download`` and no reachable hub the request is made, and fails in one line, not a traceback."""
+    import socket
+
+    import huggingface_hub.utils._http as hub_http
+
+    tried: list[object] = []
+
+    def refuse(self, address, *args):  # noqa: ANN001
+        tried.append(address)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: refuse(None, host))  # the name lookup comes first
+    argv = ["generate", "--data", str(data), "--out", str(tmp_path / "o.jsonl"), "--model", "no-such-org/no-such-model"]
+    code = main(argv)
     err = capsys.readouterr().err.strip()
-    assert code == 2 and seconds < 5  # no hub request (it took 28 s and a traceback before)
+    assert code == 2 and tried == []  # no hub request, not even a refused one (it retried for 28 s before)
     assert err == ("evenhand generate: error: --model: not found locally: no-such-org/no-such-model "
                    "(pass --allow-download to fetch it)")
+
+    monkeypatch.setattr(hub_http.time, "sleep", lambda seconds: None)  # the hub's retries, without their waits
+    with monkeypatch.context() as env:
+        env.delenv("HF_HUB_OFFLINE", raising=False)
+        env.delenv("TRANSFORMERS_OFFLINE", raising=False)
+        code = main([*argv, "--allow-download"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "huggingface.co" in str(tried), tried  # the request was made, and refused
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("evenhand generate: error: --allow-download: a model could not be fetched ("), err
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 MODES = {
