@@ -164,6 +164,23 @@ def test_quantity_conflicts_count_labels_half_and_stances():
     assert conflict("Three of the six reviewers rate it four or five stars") is None
     assert conflict("Only two of the six reviewers rate it four or five stars") == "count against the labels"
     assert conflict("Two reviewers gave it one or two stars") is None
+    # a rating stated in words: "highly"/"well" is four or five stars (3 of 6 here), "poorly" one or two (2 of 6)
+    assert conflict("Only a couple of reviewers rate the TV highly") is None  # 3 of 6: not more than half
+    fans = Example("tv", [Document(t, g) for t, g in zip(texts, ("5", "5", "4", "4", "1", "3"))], attribute="rating")
+    assert conflict("Only a couple of reviewers rate the TV highly", fans) == "count against the labels"  # 4 of 6
+    assert conflict("Most reviewers rate the TV highly", fans) is None  # it states the labels: no spread rule
+    assert conflict("Most reviewers rate it four or five stars", fans) is None
+    assert conflict("Most reviewers did not rate the TV highly", fans) == "count against the labels"
+    assert conflict("Most reviewers didn't rate the TV highly") == "count against the labels"  # 3 of 6: not most
+    assert conflict("Half of the reviewers rated it well") is None
+    assert conflict("Most reviewers rated the TV highly") == "count against the labels"  # 3 of 6: not more than half
+    assert conflict("Only a couple of reviewers rated it poorly") is None
+    assert conflict("Most reviewers rated it poorly") == "count against the labels"
+    # "several" of a group that holds one document: checked against that group's documents (the one 3-star)
+    assert quantity_conflict("Several neutral reviews say it is fine", ex, ["It is fine."]) == "several of one"
+    assert quantity_conflict("Two of the neutral reviewers say it is fine", ex, ["It is fine."]) == "several of one"
+    assert quantity_conflict("The neutral review says it is fine", ex, ["It is fine."]) is None
+    assert quantity_conflict("Several reviewers say it is fine", ex, ["It is fine."]) is None  # names no group
     # "half": its opinion must be that of a third to two thirds of the documents
     assert conflict("Half of the reviewers were happy") is None  # 3 of 6
     assert conflict("Half of the reviewers complained about the remote") is None  # 2 of 6

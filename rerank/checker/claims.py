@@ -249,6 +249,11 @@ _STATED_POLARITY = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(positive|neg
 _STATED_STARS = re.compile(r"\b(?:rate[sd]?|rating|gave|give[sn]?|giving|award(?:s|ed)?|are|were)\b(?:\s+[\w-]+){0,3}?\s+"
                            r"((?:\d|" + "|".join(UNIT_WORDS[1:6]) + r")(?:\s+(?:or|and|to)\s+(?:\d|"
                            + "|".join(UNIT_WORDS[1:6]) + r"))?)[\s-]+stars?\b", re.IGNORECASE)
+#: A rating stated in words: "rate the kebab shop highly" (four or five stars), "rated it poorly" (one or two).
+_RATED = re.compile(r"\brat(?:e|es|ed|ing)\b(?:\s+[\w'-]+){0,4}?\s+(highly|well|poorly|badly|low|lowly)\b",
+                    re.IGNORECASE)
+#: Quantifiers of more than one writer: "several negative reviews" of a group that holds one is a contradiction.
+_SEVERAL = re.compile(r"\b(several|many|numerous|multiple)\b", re.IGNORECASE)
 
 
 def stated_count(claim: str) -> int | None:
@@ -324,6 +329,12 @@ def _stated_label(claim: str, example: Example) -> Callable[[str | None], bool] 
             if " to " in match.group(1).lower():
                 stars = set(range(min(stars), max(stars) + 1))
             return lambda g: (g or "") in {str(v) for v in stars}
+        match = _RATED.search(claim) if attribute == "rating" else None
+        if match is not None:
+            sign = 1 if match.group(1).lower() in ("highly", "well") else -1
+            if re.search(r"(?:\bnot|\bnever|n't)\s+$", claim[:match.start()], re.IGNORECASE):
+                return lambda g: group_polarity(g) != sign  # "did not rate it highly": any rating but a high one
+            return lambda g: group_polarity(g) == sign
     return None
 
 
@@ -359,8 +370,11 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     (``lexicon.group_stance``); the claim's is its first opinion word, lemmatized (its first stance word
     for stances), flipped by a negation just before it:
 
+    - ``"several of one"``: a subject that names a group holding one document with "several", "many" or
+      a count of two or more ("several negative reviews say" where one review is negative);
     - ``"count against the labels"``: a claim that states the label itself ("three of the six posts are
       negative", "most reviewers rate it four or five stars", "all but one of the reviews are five stars",
+      "only a couple of reviewers rate it highly": four or five stars, "rated it poorly": one or two,
       ``_stated_label``; "all but N" counts the subject's documents less N, ``all_but``) of a number of its
       subject's documents that their labels do not give (a count: exactly; a majority: more than half;
       a minority: at most one, or two for "a couple", or not more than half; half: a third to two thirds);
@@ -383,9 +397,14 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     >>> [quantity_conflict(c, ex, docs) for c in ("Most reviewers said the lid hinge rattles",
     ...     "Most reviewers were unhappy", "Only one reviewer was happy", "Most reviewers were happy",
     ...     "Two of the four reviewers are positive", "Half of the reviewers were disappointed",
-    ...     "All but one of the reviewers gave it five stars", "All but one of them are positive")]
+    ...     "All but one of the reviewers gave it five stars", "All but one of them are positive",
+    ...     "Only a couple of reviewers rate the cooker highly")]
     ['most from one document', 'most against the groups', 'one against the groups', None, \
-'count against the labels', 'half against the groups', 'count against the labels', None]
+'count against the labels', 'half against the groups', 'count against the labels', None, \
+'count against the labels']
+    >>> [quantity_conflict(c, ex, ["Good, cheap."]) for c in ("Several negative reviews say it is cheap",
+    ...     "The negative review says it is cheap")]  # checked against the one negative review
+    ['several of one', None]
     """
     head = subject(claim)
     majority, minority, half = MAJORITY.search(head) is not None, is_minority(claim), HALF.search(head) is not None
@@ -395,6 +414,8 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     covered = _covered(claim, example, documents)
     label = _stated_label(claim, example)
     n = len(covered)
+    if n == 1 and named_groups(head, example) and ((count or 0) >= 2 or _SEVERAL.search(head)):
+        return "several of one"  # "several negative reviews say" where one review is negative
     if all_but(claim) is not None:  # "all but one of the reviewers": a count of all the subject's but one
         count, majority = n - (all_but(claim) or 0), False
     if label is not None and n >= QUANTITY_DOCUMENTS:
@@ -403,6 +424,7 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
                 or (minority and not majority and holders > (2 if "couple" in head.lower() else 1)
                     and 2 * holders > n) or (half and not n <= 3 * holders <= 2 * n):
             return "count against the labels"
+        return None  # it states the labels, which agree: no detail of one document ("rate it highly")
     if len(documents) < QUANTITY_DOCUMENTS:  # a claim naming a label is checked on that label's documents only
         return None
     opinion, groups = _opinions(claim, example, covered)

@@ -149,8 +149,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     Config = CheckerScorerConfig
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
     # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
-    # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from"
-    score_version = 7
+    # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from";
+    # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group
+    score_version = 8
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
