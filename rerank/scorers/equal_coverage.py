@@ -60,7 +60,7 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
 def parse_units(reply: str, min_words: int = 3) -> list[str]:
-    """Atomic units from a bulleted or numbered reply; lines under ``min_words`` words are dropped.
+    r"""Atomic units from a bulleted or numbered reply; lines under ``min_words`` words are dropped.
 
     >>> parse_units("- The tax rose.\n2. Critics objected to it.\nok")
     ['The tax rose.', 'Critics objected to it.']
