@@ -516,7 +516,7 @@ def _signalled(argv: list[str], signum: int, when, patch: str = "", again: float
     if again is not None:
         time.sleep(again)
         proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=180)
     return proc.returncode, err
 
 
@@ -707,7 +707,7 @@ def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
         "        for _ in range(1000):\n            sum(range(10))\n"
         "try:\n    with interrupts.handling():\n        D()\n        time.sleep(3)\n"
         "        print('not stopped')\nexcept interrupts.Interrupted as err:\n    print('stopped', err.exit_code)\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
     assert done.stdout.strip() == "stopped 143" and "Traceback" not in done.stderr, (done.stdout, done.stderr)
 
 

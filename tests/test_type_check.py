@@ -67,7 +67,7 @@ class LanguageServer:
         try:
             self.request("shutdown", {})
             self.notify("exit", {})
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=120)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
