@@ -148,6 +148,13 @@ by sentiment, party or stance), written by hand after the nineteenth, beside a t
 from it, and not run by its author.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v20.jsonl
+
+``benchmarks/data/contradictions_v21.jsonl`` is a twenty-first held-out set of the same form (48 pairs, 12 more
+source sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post
+sets by sentiment, party or stance), written by hand after the nineteenth, beside a twentieth by another hand and
+apart from it, and not run by its author.
+
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v21.jsonl
 """
 
 from __future__ import annotations
@@ -201,10 +208,12 @@ HELD_OUT_18 = Path(__file__).with_name("data") / "contradictions_v18.jsonl"
 HELD_OUT_19 = Path(__file__).with_name("data") / "contradictions_v19.jsonl"
 #: A twentieth held-out set, written after the nineteenth (beside a twenty-first, by another hand).
 HELD_OUT_20 = Path(__file__).with_name("data") / "contradictions_v20.jsonl"
+#: A twenty-first held-out set, written after the nineteenth (beside a twentieth, by another hand).
+HELD_OUT_21 = Path(__file__).with_name("data") / "contradictions_v21.jsonl"
 #: The held-out sets in the order they were written (each written without seeing the later ones).
 HELD_OUT_SETS = (HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8, HELD_OUT_9,
                  HELD_OUT_10, HELD_OUT_11, HELD_OUT_12, HELD_OUT_13, HELD_OUT_14,
-                 HELD_OUT_15, HELD_OUT_16, HELD_OUT_17, HELD_OUT_18, HELD_OUT_19, HELD_OUT_20)
+                 HELD_OUT_15, HELD_OUT_16, HELD_OUT_17, HELD_OUT_18, HELD_OUT_19, HELD_OUT_20, HELD_OUT_21)
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

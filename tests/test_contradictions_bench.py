@@ -77,7 +77,7 @@ def test_second_held_out_set_is_well_formed_and_new():
     for i, path in enumerate(contradictions.HELD_OUT_SETS) if i >= 1
 ], ids=["third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
         "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
-        "seventeenth", "eighteenth", "nineteenth", "twentieth"])
+        "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first"])
 def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
     from evenhand.evaluation.text.sentences import split_sentences
