@@ -212,11 +212,6 @@ def test_quantity_conflicts_count_labels_half_and_stances():
     assert quantity_conflicts("The complaints come from several reviewers who hated the remote", happy, docs)
     assert not quantity_conflicts("The complaints come from one reviewer who hated the remote", happy, docs)
     assert not quantity_conflicts("The praise comes from most reviewers, who loved the picture", happy, docs)
-    # so are writers after a comma: a lead-in, or a clause joined without "and"
-    assert quantity_conflicts("On the down side, several reviewers hated the remote", happy, docs)
-    assert not quantity_conflicts("On the down side, one reviewer hated the remote", happy, docs)
-    assert quantity_conflicts("It was easy to set up, most reviewers said the remote died", happy, docs)
-    assert not quantity_conflicts("On the whole, most reviewers loved the picture", happy, docs)
     # "all but one" is one quantifier, not a contrast
     assert split_claims("All but one of the speakers spoke for it, but Byrne did not.") == [
         "All but one of the speakers spoke for it", "but Byrne did not."]

@@ -307,29 +307,6 @@ def from_writers(claim: str) -> str | None:
     return f"{match.group(1)} {match.group(2)}" if match else None
 
 
-#: Writers named as the subject of a clause after a comma: a lead-in ("On the negative side, several reviewers
-#: said …") or a clause joined without "and" ("…, most reviewers said the trigger was slow").
-_AFTER_COMMA = re.compile(
-    r",\s+((?:only\s+|just\s+|nearly\s+|almost\s+)?(?:most|many|several|all|a few|few|a couple of|half of the|"
-    r"\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:of\s+the\s+)?(?:[\w-]+\s+)?(?:"
-    + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r")\b[^,;]*)", re.IGNORECASE)
-
-
-def after_comma(claim: str) -> str | None:
-    """The clause after a comma whose subject is quantified writers, for the quantity rules (the claim's own
-    subject is its first words, before the comma); None when there is none.
-
-    >>> after_comma("On the negative side, several reviewers said the box came late, sadly")
-    'several reviewers said the box came late'
-    >>> after_comma("but said the app dropped out, most reviewers said the trigger was slow")
-    'most reviewers said the trigger was slow'
-    >>> after_comma("Most reviewers, even the critics, liked it") is None
-    True
-    """
-    match = _AFTER_COMMA.search(claim)
-    return match.group(1).strip() if match else None
-
-
 def _stated_label(claim: str, example: Example) -> Callable[[str | None], bool] | None:
     """Which documents' labels a claim states of its subject (``_STATED_POLARITY``, ``_STATED_STARS``; where
     the groups are stances, its stance word), as a predicate on a label; None when it states none."""

@@ -15,7 +15,7 @@ reads digits poorly); a claim whose quantifier contradicts them
 (``claims.quantity_conflict``: "most" against the documents' ratings or for a
 detail few of them share, "only one" for what most say; the cross-encoder reads
 one document at a time and cannot count; also the writers a claim names after
-"from", ``claims.from_writers``, or after a comma, ``claims.after_comma``) scores ``quantity_score`` (-1) instead;
+"from", ``claims.from_writers``) scores ``quantity_score`` (-1) instead;
 so does a claim about several writers ("most guests", "three of the speakers",
 ``claims.about_several``) that one document alone supports, by the checker
 (``claims.concentrated``) or, with ``lm_check``, by an LM: said of one writer
@@ -45,7 +45,6 @@ from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer, ScorerConfig
 from ..checker.claims import (
     about_several,
-    after_comma,
     aggregate,
     closest_windows,
     concentrated,
@@ -135,13 +134,12 @@ def claim_documents(claim: str, example: Example) -> list[str]:
 
 def quantity_conflicts(claim: str, example: Example, documents: list[str]) -> bool:
     """Whether the claim's quantifier contradicts its documents (``claims.quantity_conflict``), or that of the
-    writers it names after "from" (``claims.from_writers``: "… come from several reviewers whose …") or after
-    a comma (``claims.after_comma``: "On the negative side, several reviewers said …"), each checked against
-    the documents that restatement is about."""
+    writers it names after "from" (``claims.from_writers``: "… come from several reviewers whose …",
+    checked against the documents that restatement is about)."""
     if quantity_conflict(claim, example, documents) is not None:
         return True
-    return any(restated is not None and quantity_conflict(restated, example, claim_documents(restated, example))
-               is not None for restated in (from_writers(claim), after_comma(claim)))
+    restated = from_writers(claim)
+    return restated is not None and quantity_conflict(restated, example, claim_documents(restated, example)) is not None
 
 
 @register("checker")
@@ -152,9 +150,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # 1: framed news claims ("The article argues that A, B") split into their points; 2: max_windows;
     # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
     # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from";
-    # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group;
-    # 9: writers quantified after a comma (a lead-in, a clause without "and")
-    score_version = 9
+    # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group
+    score_version = 8
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
