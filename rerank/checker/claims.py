@@ -388,7 +388,8 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     - ``"most from one document"``: a majority claim whose content words (stemmed, without stop words and
       the writers' nouns) are shared by fewer than ``SPREAD`` of the documents it is checked against
       ("most reviewers said the hinge rattles" when one review mentions a hinge) — unless its opinion
-      is that of most of them ("most guests were happy", which states no detail).
+      is that of most of them ("most guests were happy", which states no detail), or it states the labels
+      and they agree ("most reviewers rate it highly": the ratings, not one review's detail).
 
     >>> from evenhand.evaluation.data.schema import Document
     >>> ex = Example("x", [Document("The lid hinge rattles.", "4"), Document("Great rice.", "5"),
