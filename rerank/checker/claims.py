@@ -235,14 +235,16 @@ def _stems(text: str) -> frozenset[str]:
 #: "Half of the reviewers": a quantifier between the minority and the majority.
 HALF = re.compile(r"\bhalf\b", re.IGNORECASE)
 _COUNT_WORDS = {w: i for i, w in enumerate(UNIT_WORDS) if 0 < i <= 12}
+#: The start of a clause's subject: its opening punctuation and a connective ("and", "but", ...).
+_CLAUSE_START = r"^\W*(?:(?:and|but|while|whereas|though)\s+)?"
+#: The writers' nouns as one alternation, longest first.
+_AUTHOR_NOUNS = "|".join(sorted(AUTHORS, key=len, reverse=True))
 #: A count of the documents' writers: "three of the six reviewers", "two five-star guests", "all six posts".
 _COUNTED = re.compile(
-    r"^\W*(?:(?:and|but|while|whereas|though)\s+)?(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+"
-    r"(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?("
-    + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+    _CLAUSE_START + r"(?:only\s+|just\s+)?(\d+|" + "|".join(_COUNT_WORDS) + r")\s+"
+    r"(?:of\s+(?:the|all|these|those)\s+(?:\w+\s+)?)?(?:[\w-]+\s+)?(" + _AUTHOR_NOUNS + r")\b", re.IGNORECASE)
 #: "All but one of the seven reviews", "and all but two speakers": every writer the subject covers but a count.
-_ALL_BUT = re.compile(r"^\W*(?:(?:and|but|while|whereas|though)\s+)?all\s+but\s+(\d+|"
-                      + "|".join(_COUNT_WORDS) + r")\b", re.IGNORECASE)
+_ALL_BUT = re.compile(_CLAUSE_START + r"all\s+but\s+(\d+|" + "|".join(_COUNT_WORDS) + r")\b", re.IGNORECASE)
 #: A claim that states the documents' label itself: "are negative", "were mostly positive" (sentiment or
 #: rating), "rate it four or five stars" (rating).
 _STATED_POLARITY = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(positive|negative|neutral|mixed)\b", re.I)
@@ -266,10 +268,7 @@ def stated_count(claim: str) -> int | None:
     (None, 1)
     """
     match = _COUNTED.search(claim)
-    if match is None:
-        return None
-    word = match.group(1).lower()
-    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+    return None if match is None else _count(match.group(1))
 
 
 def all_but(claim: str) -> int | None:
@@ -279,9 +278,12 @@ def all_but(claim: str) -> int | None:
     (1, None)
     """
     match = _ALL_BUT.search(claim)
-    if match is None:
-        return None
-    word = match.group(1).lower()
+    return None if match is None else _count(match.group(1))
+
+
+def _count(word: str) -> int:
+    """The value of a count matched by ``_COUNTED`` or ``_ALL_BUT``: digits, or a word up to twelve."""
+    word = word.lower()
     return int(word) if word.isdigit() else _COUNT_WORDS[word]
 
 
@@ -290,7 +292,7 @@ def all_but(claim: str) -> int | None:
 _FROM_WRITERS = re.compile(
     r"\bfrom\s+((?:only\s+|just\s+|nearly\s+|almost\s+)?(?:most|many|several|all|a few|few|a couple of|"
     r"\d+|" + "|".join(_COUNT_WORDS) + r")\s+(?:of\s+the\s+)?(?:[\w-]+\s+)?(?:"
-    + "|".join(sorted(AUTHORS, key=len, reverse=True)) + r"))\b,?\s+(?:whose|who)\s+(\S.*)$", re.IGNORECASE)
+    + _AUTHOR_NOUNS + r"))\b,?\s+(?:whose|who)\s+(\S.*)$", re.IGNORECASE)
 
 
 def from_writers(claim: str) -> str | None:
@@ -417,8 +419,9 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
     n = len(covered)
     if n == 1 and named_groups(head, example) and ((count or 0) >= 2 or _SEVERAL.search(head)):
         return "several of one"  # "several negative reviews say" where one review is negative
-    if all_but(claim) is not None:  # "all but one of the reviewers": a count of all the subject's but one
-        count, majority = n - (all_but(claim) or 0), False
+    left_out = all_but(claim)
+    if left_out is not None:  # "all but one of the reviewers": a count of all the subject's but one
+        count, majority = n - left_out, False
     if label is not None and n >= QUANTITY_DOCUMENTS:
         holders = sum(label(d.group) for d in covered)
         if (count is not None and count != holders) or (majority and 2 * holders <= n) \
