@@ -47,114 +47,14 @@ the same scorer as the third and fourth (docs/reranking.md has all three tables)
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v5.jsonl
 
-``benchmarks/data/contradictions_v6.jsonl`` is a sixth held-out set of the same form (48 pairs, 12 more source
-sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
-party or stance), written by hand after the fifth, and not run by its author.
+``benchmarks/data/contradictions_v6.jsonl`` to ``contradictions_v21.jsonl`` are sixteen more held-out sets of
+the same form (48 pairs each, 12 more source sets each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with
+speakers or a stance, 3 post sets by sentiment, party or stance), written by hand two at a time by two hands
+beside each other and apart (from v8 on, one with source ids a-l, the other m-z), each two after the two before
+them had been run, and not run by their authors. Their constants below (``HELD_OUT_6`` ... ``HELD_OUT_21``) say
+which set each was written after and beside; ``HELD_OUT_SETS`` lists them in the order written. Each is run as
 
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v6.jsonl
-
-``benchmarks/data/contradictions_v7.jsonl`` is a seventh held-out set of the same form (48 pairs, 12 more source
-sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
-party or stance), written by hand after the fifth, beside the sixth and apart from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v7.jsonl
-
-``benchmarks/data/contradictions_v8.jsonl`` is an eighth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the seventh, beside a ninth by another hand and apart from it,
-and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v8.jsonl
-
-``benchmarks/data/contradictions_v9.jsonl`` is a ninth held-out set of the same form (48 pairs, 12 more source
-sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
-party or stance), written by hand after the seventh, beside the eighth and apart from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v9.jsonl
-
-``benchmarks/data/contradictions_v10.jsonl`` is a tenth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the ninth, beside an eleventh by another hand and apart from
-it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v10.jsonl
-
-``benchmarks/data/contradictions_v11.jsonl`` is an eleventh held-out set of the same form (48 pairs, 12 more source
-sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the ninth, beside a tenth by another hand and apart from it,
-and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v11.jsonl
-
-``benchmarks/data/contradictions_v12.jsonl`` is a twelfth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment or stance), written by hand after the eleventh, beside a thirteenth by another hand and apart from it,
-and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v12.jsonl
-
-``benchmarks/data/contradictions_v13.jsonl`` is a thirteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the eleventh, beside a twelfth by another hand and apart from
-it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v13.jsonl
-
-``benchmarks/data/contradictions_v14.jsonl`` is a fourteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the thirteenth, beside a fifteenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v14.jsonl
-
-``benchmarks/data/contradictions_v15.jsonl`` is a fifteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the thirteenth, beside a fourteenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v15.jsonl
-
-``benchmarks/data/contradictions_v16.jsonl`` is a sixteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the fifteenth, beside a seventeenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v16.jsonl
-
-``benchmarks/data/contradictions_v17.jsonl`` is a seventeenth held-out set of the same form (48 pairs, 12 more source
-sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the fifteenth, beside a sixteenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v17.jsonl
-
-``benchmarks/data/contradictions_v18.jsonl`` is an eighteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the seventeenth, beside a nineteenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v18.jsonl
-
-``benchmarks/data/contradictions_v19.jsonl`` is a nineteenth held-out set of the same form (48 pairs, 12 more source
-sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the seventeenth, beside an eighteenth by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v19.jsonl
-
-``benchmarks/data/contradictions_v20.jsonl`` is a twentieth held-out set of the same form (48 pairs, 12 more source
-sets with ids a-l, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets
-by sentiment, party or stance), written by hand after the nineteenth, beside a twenty-first by another hand and apart
-from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v20.jsonl
-
-``benchmarks/data/contradictions_v21.jsonl`` is a twenty-first held-out set of the same form (48 pairs, 12 more
-source sets with ids m-z, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post
-sets by sentiment, party or stance), written by hand after the nineteenth, beside a twentieth by another hand and
-apart from it, and not run by its author.
-
-    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v21.jsonl
+    .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_vN.jsonl
 """
 
 from __future__ import annotations
