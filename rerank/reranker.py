@@ -25,6 +25,10 @@ plain summary's by more than the margin cannot win: ``fluency`` keeps
 incoherent samples out, ``calibrated:coverage`` keeps out a candidate that is
 "fair" by saying nothing. The plain summary itself always qualifies, so the
 kept summary is never worse than plain beam search by more than the margins.
+A floor on the model's writing (``WRITING_FLOORS``: ``fluency``) reads a candidate's
+``written`` text where it has one: the part the model wrote, without words quoted
+verbatim from the source (``evenhand.decoding.quote``: the plain summary + one quoted
+sentence is written = the plain summary); the other floors read the whole text.
 Each candidate records its floor scores and ``eligible``. One JSONL record per example holds
 all candidates and their scores; the file is appended per example and resumed
 on restart (``evenhand.evaluation.io.resumable.ResumableJsonl``).
@@ -69,6 +73,11 @@ DEFAULT_SCORERS = "calibrated:coverage,calibrated:faithfulness,equal-coverage"
 #: news articles of the controlled summaries its exclusions are right only about half the time
 #: (benchmarks/checker_floor.py): ``--floors`` without ``checker`` turns it off.
 DEFAULT_FLOORS: dict[str, float] = {"fluency": 0.5, "calibrated:coverage": 0.1, "checker": 0.0}
+#: Floors that judge the model's own writing: they read a candidate's ``written`` text (its words
+#: without verbatim quotes of the source) where it has one. A quote is the source's wording, not the
+#: model's: SmolLM2 without the source scores reviewers' own sentences 0.4-0.7 nats per token below its
+#: summaries (docs/reranking.md), which is no sign of an incoherent candidate.
+WRITING_FLOORS = frozenset({"fluency"})
 
 
 def parse_floors(text: str) -> dict[str, float]:
@@ -319,7 +328,8 @@ def score_and_select(
 
     With ``floors``, the candidate whose recipe is ``"beam"`` is the reference:
     a candidate below it by more than a floor's margin is not eligible, and its
-    ``below`` lists the floors it failed (in ``floors`` order).
+    ``below`` lists the floors it failed (in ``floors`` order). A floor of ``WRITING_FLOORS`` reads
+    a candidate's ``written`` text where it has one.
     """
     texts = [c["text"] for c in candidates]
     for cand, detail in zip(candidates, scorer.score_details([example] * len(texts), texts)):
@@ -331,7 +341,8 @@ def score_and_select(
             raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
         scorers = scorers if scorers is not None else build_floor_scorers(scorer, floors)
         for name in floors:
-            values = scorers[name].score([example] * len(texts), texts)
+            read = [c.get("written", c["text"]) for c in candidates] if name in WRITING_FLOORS else texts
+            values = scorers[name].score([example] * len(read), read)
             for cand, value in zip(candidates, values):
                 cand.setdefault("floors", {})[name] = value
         failed = below_floors([c["floors"] for c in candidates], plain, floors)

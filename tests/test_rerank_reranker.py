@@ -117,6 +117,25 @@ def test_floor_excludes_candidates_below_plain_by_more_than_the_margin():
         score_and_select(example, candidates[:2], CharCount(), {"words": 1.0}, {"words": WordCount()})
 
 
+def test_a_writing_floor_reads_the_written_part_the_others_the_whole_text(monkeypatch):
+    import evenhand.rerank.reranker as reranker_module
+    from evenhand.rerank.reranker import WRITING_FLOORS, score_and_select
+
+    monkeypatch.setattr(reranker_module, "WRITING_FLOORS", frozenset({"words"}))
+    example = _examples()[0]
+    quoted = {"text": 'ab cd. One wrote: "x"', "recipe": "beam+quote", "index": 0, "written": "ab cd"}
+    plain = {"text": "ab cd ef", "recipe": "beam", "index": 1}
+    # words (a writing floor here) reads "ab cd": 2 >= 3 - 1 -> eligible; chars reads the whole text
+    best = score_and_select(example, [quoted, plain], CharCount(), {"words": 1.0, "chars": 0.0},
+                            {"words": WordCount(), "chars": CharCount()})
+    assert best == 0 and quoted["floors"] == {"words": 2.0, "chars": 21.0} and quoted["eligible"]
+    # read whole, the quoted candidate's 4 words would pass too; with margin 0 the written 2 words fail
+    quoted.pop("floors")
+    assert score_and_select(example, [quoted, plain], CharCount(), {"words": 0.0},
+                            {"words": WordCount()}) == 1 and quoted["below"] == ["words"]
+    assert WRITING_FLOORS == frozenset({"fluency"})  # the shipped set (the patch is this test's)
+
+
 def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, monkeypatch):
     import evenhand.rerank.reranker as reranker_module
 
