@@ -114,6 +114,32 @@ def test_a_claim_whose_quantifier_the_documents_contradict_scores_minus_one(tiny
             get_scorer("checker", quantity_score=bad)
 
 
+def test_a_verbatim_quotation_scores_by_its_attribution(tiny_checker):
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.rerank.scorers.checker import QUOTED_SCORE
+
+    texts = ["The lamp is bright and warm.", "A lovely bright lamp for reading.", "The switch broke after a week."]
+    ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "5", "1"))], attribute="rating")
+    scorer = get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False)
+    model = load_checker(tiny_checker, device="cpu", max_length=128)
+    plain = "Reviewers say the lamp is bright."
+    said = max(model.probs(texts, [plain] * 3))
+    # the right group, word for word (case and punctuation aside): QUOTED_SCORE, no model reading
+    right = plain + ' The one-star reviewer wrote: "the switch broke after a week"'
+    [record] = scorer.score_details([ex], [right])
+    assert record["claims"] == 2 and record["score"] == pytest.approx((said + QUOTED_SCORE) / 2, abs=1e-6)
+    # a semicolon inside the quotation does not split it
+    semi = 'One of the five-star reviewers wrote: "The lamp is bright; warm too."'
+    assert scorer.score_details([ex], [semi])[0]["claims"] == 1
+    # given to the wrong group: a conflict (quantity_score)
+    wrong = plain + ' One of the five-star reviewers wrote: "The switch broke after a week."'
+    assert scorer.score([ex], [wrong])[0] == pytest.approx((said - 1.0) / 2, abs=1e-6)
+    # words no document has: the model reads the claim as any other
+    made_up = 'The one-star reviewer wrote: "The switch broke after a month."'
+    assert scorer.score([ex], [made_up])[0] == pytest.approx(model.probs([texts[2]], [made_up])[0], abs=1e-6)
+
+
 def test_a_claim_about_several_that_one_document_states_alone_scores_minus_one(tiny_checker, monkeypatch):
     from evenhand.evaluation.data.schema import Document, Example
     from evenhand.evaluation.scoring.registry import get_scorer

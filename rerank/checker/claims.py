@@ -59,20 +59,38 @@ _ITEM = re.compile(r",\s+(?:and\s+)?|\s+and\s+(?=[a-z]+(?:ed|es|s)\b)")
 WINDOW_WORDS = 120
 
 
+#: A text in double quotes (straight or curly): never split into claims.
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at ``_CLAUSE``, except inside double quotes (a quotation is one claim)."""
+    spans = [m.span() for m in _QUOTED.finditer(text)]
+    parts, start = [], 0
+    for match in _CLAUSE.finditer(text):
+        if any(a < match.start() < b for a, b in spans):
+            continue
+        parts.append(text[start:match.start()])
+        start = match.end()
+    return [*parts, text[start:]]
+
+
 def split_claims(summary: str) -> list[str]:
-    """Clauses of a summary's sentences, split at contrast connectives; a sentence framed as what a
-    text says ("The article argues that A, B, and C") loses its frame and is split into its listed
-    points (items of fewer than 3 words join the item before them).
+    """Clauses of a summary's sentences, split at contrast connectives (not inside double quotes); a
+    sentence framed as what a text says ("The article argues that A, B, and C") loses its frame and is
+    split into its listed points (items of fewer than 3 words join the item before them).
 
     >>> split_claims("Most like the sound, but one found the cushions warm. Support never answered.")
     ['Most like the sound', 'but one found the cushions warm.', 'Support never answered.']
     >>> split_claims("The article argues that the mayor cut bus lines, raised all fares, and ignored riders.")
     ['the mayor cut bus lines', 'raised all fares, ignored riders.']
+    >>> split_claims('One reviewer wrote: "Sturdy stand; my neck pain is gone." Others disagree; it wobbles.')
+    ['One reviewer wrote: "Sturdy stand; my neck pain is gone."', 'Others disagree', 'it wobbles.']
     """
     claims = []
     for sentence in split_sentences(summary):
         frame = _FRAME.match(sentence)
-        clauses = _CLAUSE.split(sentence[frame.end():] if frame else sentence)
+        clauses = _clauses(sentence[frame.end():] if frame else sentence)
         if frame:
             clauses = _join_short([item for clause in clauses for item in _ITEM.split(clause)])
         claims.extend(c.strip() for c in clauses if len(c.strip().split()) >= 2)
@@ -589,3 +607,44 @@ def unsupported_numbers(claim: str, documents: Sequence[str]) -> list[float]:
         return a in _NEUTRAL or b in _NEUTRAL or a[:4] == b[:4]
 
     return [v for v, word in numbers(claim) if not any(v == dv and same(word, dword) for dv, dword in stated)]
+
+
+#: A claim that quotes a writer: "WHO wrote/said: "QUOTE"" (``quoted_source``).
+_QUOTE_CLAIM = re.compile(
+    r'^(?P<who>.{2,80}?)\s+(?:wrote|writes|said|says|added|adds|noted|notes|posted|posts)\s*[:,]\s*'
+    r'["“](?P<quote>[^"”]+)["”]\s*\.?$',
+    re.IGNORECASE,
+)
+#: Fewest words of a quotation that ``quoted_source`` reads as the source's own words.
+QUOTE_WORDS = 4
+
+
+def _flat(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def quoted_source(claim: str, example: Example) -> bool | None:
+    """Whether a claim of the form ``WHO wrote: "QUOTE"`` quotes its source right: True when QUOTE (at
+    least ``QUOTE_WORDS`` words; case, spacing and punctuation aside) is the text of a document of a
+    group WHO names (of any document when WHO names none), False when it is only in documents of other
+    groups (a quotation given to the wrong group), None when the claim is no such quotation or quotes
+    words no document has (the checker reads it then).
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document("The strap broke after two weeks.", "1"), Document("Great sound.", "5")], "rating")
+    >>> quoted_source('The one-star reviewer wrote: "The strap broke after two weeks."', ex)
+    True
+    >>> quoted_source('A five-star reviewer said: "the strap broke after two weeks"', ex)
+    False
+    >>> quoted_source('The one-star reviewer wrote: "The strap broke after one week."', ex) is None
+    True
+    """
+    match = _QUOTE_CLAIM.match(claim.strip())
+    if match is None or len(match.group("quote").split()) < QUOTE_WORDS:
+        return None
+    quote = _flat(match.group("quote"))
+    holders = [d for d in example.documents if f" {quote} " in f" {_flat(d.text)} "]
+    if not holders:
+        return None
+    groups = named_groups(match.group("who"), example)
+    return not groups or any(d.group in groups for d in holders)

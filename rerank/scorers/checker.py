@@ -25,6 +25,11 @@ document alone, its prompt run once for all claims about it; the same words
 after each document, so this is the gap between per-document PMIs). ``lm_check``
 is off by default: on fresh hand-written pairs it changed no result, at 1.9x the
 cost (docs/reranking.md).
+A claim that quotes a writer verbatim ("One of the one-star reviewers wrote: "The
+strap broke after two weeks."", ``claims.quoted_source``) is not read by the model:
+it scores ``QUOTED_SCORE`` (1) when the quotation is the text of a document of the
+group it names, ``quantity_score`` when it is only in other groups' documents (a
+quotation given to the wrong group); a quotation no document holds is read as usual.
 The summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
 such claims). A summary without claims scores ``empty_score``.
 
@@ -53,6 +58,7 @@ from ..checker.claims import (
     named_groups,
     one_writer,
     quantity_conflict,
+    quoted_source,
     split_claims,
     unsupported_numbers,
     windows,
@@ -74,6 +80,10 @@ def _common_start(rows: list[list[int]]) -> list[int]:
         if any(r[i] != rows[0][i] for r in rows):
             return rows[0][:i]
     return rows[0][:n]
+
+
+#: The score of a claim that quotes a document of the group it names word for word (``claims.quoted_source``).
+QUOTED_SCORE = 1.0
 
 
 @dataclass
@@ -151,7 +161,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # 3: quantity_check; 4: counts, "half", stances, and claims about several that one document states alone;
     # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from";
     # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group
-    score_version = 8
+    # 9: after_comma (reverted); 10: a verbatim quotation is one claim, scored by its attribution
+    # (claims.quoted_source)
+    score_version = 10
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -195,6 +207,10 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
             plan = []
             for claim in split_claims(out):
                 docs = []
+                quoted = quoted_source(claim, ex)
+                if quoted is not None:  # the source's own words: right group or not, no model reading
+                    plan.append((claim, ex, [], False, [], 1.0, not quoted))
+                    continue
                 texts = claim_documents(claim, ex)
                 factor = self.config.number_factor if unsupported_numbers(claim, texts) else 1.0
                 if self.config.quantity_check and quantity_conflicts(claim, ex, texts):
@@ -217,6 +233,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
         lm_test: list[tuple[str, list[str]]] = []
         for plan in plans:
             for j, (claim, ex, texts, majority, docs, factor, conflict) in enumerate(plan):
+                if not texts:  # a quotation (claims.quoted_source): scored already
+                    continue
                 support = [max(probs[i] for i in rows) for rows in docs if rows]
                 conflict = conflict or (self.config.quantity_check and concentrated(claim, ex, texts, support))
                 plan[j] = (claim, ex, texts, majority, support, factor, conflict)
@@ -229,7 +247,12 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
             scores = []
             for claim, _, texts, majority, support, factor, conflict in plan:
                 conflict = conflict or (claim, tuple(texts)) in alone
-                scores.append(self.config.quantity_score if conflict else factor * aggregate(support, majority))
+                if conflict:
+                    scores.append(self.config.quantity_score)
+                elif not texts:  # a verbatim quotation of the right group
+                    scores.append(QUOTED_SCORE)
+                else:
+                    scores.append(factor * aggregate(support, majority))
             results.append({
                 "score": sum(scores) / len(scores) if scores else self.config.empty_score,
                 "backend": self.backend_name, "claims": len(scores),
