@@ -55,11 +55,11 @@ STEERINGS: dict[str, dict[str, float | str]] = {
     "none": {}, "λ4": {"abstractiveness": 4.0}, "ext2": {"extractiveness": 2.0}, "ext1": {"extractiveness": 1.0},
     "α1": {"fairness_strength": 1.0}, "α6": {"fairness_strength": 6.0},
     "labels": {"fair_prompt": "labels"}, "definition": {"fair_prompt": "definition"},
-    "groupwise": {"groupwise": True}, "interleaved": {"interleave": True},
+    "groupwise": {"groupwise": True}, "interleaved": {"interleave": True}, "quote": {"quote": True},
 }
 #: Steerings whose fair beams are those of another steering (same α, β, λ and prompt): not decoded
 #: again, their settings read that steering's rows (``groupwise`` only adds the group-wise candidate).
-SHARED_BEAMS: dict[str, str] = {"groupwise": "none", "interleaved": "none"}
+SHARED_BEAMS: dict[str, str] = {"groupwise": "none", "interleaved": "none", "quote": "none"}
 BETAS = (1.0, 3.0)
 SAMPLED = 3
 #: Selection scorers: the demo's composite components (equal weights, min-max within the pool).
@@ -106,8 +106,8 @@ def settings() -> list[dict[str, Any]]:
             if not betas and not prompted:  # plain alone: no setting
                 continue
             beta_text = ",".join(f"{b:g}" for b in betas)
-            kind = next((k for k in ("groupwise", "interleave") if STEERINGS[steer].get(k)), "prompt")
-            suffix = {"groupwise": "+gw", "interleave": "+il", "prompt": "+beam"}[kind] if prompted else ""
+            kind = next((k for k in ("groupwise", "interleave", "quote") if STEERINGS[steer].get(k)), "prompt")
+            suffix = {"groupwise": "+gw", "interleave": "+il", "quote": "+q", "prompt": "+beam"}[kind] if prompted else ""
             grid.append({"name": f"{steer} β{{{beta_text}}}{suffix} N{n} {floors}",
                          "steer": steer, "betas": betas, "prompted": prompted, "n": n, "floors": floors})
     return grid
@@ -116,13 +116,20 @@ def settings() -> list[dict[str, Any]]:
 def extra_recipe(steer: str) -> str | None:
     """The one extra candidate a steering adds beside its fair beams (its prompted beam, the group-wise
     summary), which a setting takes into its pool or not; None: none."""
-    from evenhand.demo import GROUPWISE_RECIPE, INTERLEAVED_RECIPE, prompted_beam_recipe
+    from evenhand.demo import (
+        GROUPWISE_RECIPE,
+        INTERLEAVED_RECIPE,
+        QUOTE_RECIPE,
+        prompted_beam_recipe,
+    )
 
     fields = STEERINGS[steer]
     if fields.get("groupwise"):
         return GROUPWISE_RECIPE
     if fields.get("interleave"):
         return INTERLEAVED_RECIPE
+    if fields.get("quote"):
+        return QUOTE_RECIPE
     return prompted_beam_recipe(str(fields["fair_prompt"])) if "fair_prompt" in fields else None
 
 
@@ -161,6 +168,9 @@ def summarize(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[dict[s
         kept = []
         for ex_id in ids:
             keys = [(ex_id, row_steer(s["steer"], rec), rec) for rec in pool_recipes(s)]
+            # a steering that decoded no extra candidate on this set (a quote that would not lower the UER)
+            # leaves a marker row (recipe None): its pool is the rest
+            keys = [k for k in keys if k in by or (ex_id, s["steer"], None) not in by]
             if not all(k in by for k in keys):
                 break
             pool = [by[k] for k in keys]
@@ -194,14 +204,15 @@ def steering_config(steer: str, candidates: int = 0) -> Any:
     """The DemoConfig of a steering: its fields, fair beams ``BETAS``, ``candidates`` sampled."""
     from evenhand.demo import DemoConfig
 
-    fields: dict[str, Any] = STEERINGS[steer]
+    fields: dict[str, Any] = {"quote": False, **STEERINGS[steer]}  # the quote candidate: its own steering
     return DemoConfig(fair_beams=BETAS, candidates=candidates, **fields)
 
 
-def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED) -> list[dict[str, Any]]:
+def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMPLED,
+                  steerings: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Decode and score every candidate not yet in ``out`` (appended per example and steering);
     ``lambda_samples`` sampled candidates under each steering but none (0: their fair beams only,
-    their N>0 settings left out)."""
+    their N>0 settings left out); ``steerings``: only these (and plain; None: all)."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
@@ -209,11 +220,13 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
     from evenhand.demo import evenhand_candidates
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.evaluation.scoring.report import Scored, evaluate
+    from evenhand.rerank.reranker import WRITING_FLOORS
     from evenhand.rerank.sharing import share_model
 
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
     done = {(r["id"], r["steer"]) for r in rows}
-    todo = [(ex, steer) for ex in examples for steer in ("plain", *STEERINGS) if (ex.id, steer) not in done]
+    wanted = STEERINGS if steerings is None else [s for s in STEERINGS if s in steerings]
+    todo = [(ex, steer) for ex in examples for steer in ("plain", *wanted) if (ex.id, steer) not in done]
     if not todo:
         return rows
     engine = open_engine(SMOLLM2)
@@ -236,7 +249,15 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
                                         plains[ex.id])[:-1]  # the plain summary is its own row
         texts = [c["text"] for c in cands]
-        scores = {name: scorer.score([ex] * len(texts), texts) for name, scorer in scorers.items()}
+        if not texts:  # nothing to add on this set (no quote lowers the UER): a marker row, no scores
+            with out.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"id": ex.id, "steer": steer, "recipe": None}) + "\n")
+            rows.append({"id": ex.id, "steer": steer, "recipe": None})
+            print(f"{ex.id} {steer}: no candidate", flush=True)
+            continue
+        written = [c.get("written", c["text"]) for c in cands]  # what the writing floors read (WRITING_FLOORS)
+        scores = {name: scorer.score([ex] * len(texts), written if name in WRITING_FLOORS else texts)
+                  for name, scorer in scorers.items()}
         uer = evaluate([Scored(f"{ex.id}#{i}", ex, t) for i, t in enumerate(texts)], ["fairsumm"]).rows
         new = [{"id": ex.id, "steer": steer, "recipe": c["recipe"], "text": c["text"],
                 **{name: scores[name][i] for name in SCORERS}, "uer": float(uer[i]["fairsumm_uer"])}
@@ -257,9 +278,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Sampled candidates under each steering but none (0: fair beams only; their N>0 "
                         "settings are left out).")
     parser.add_argument("--table", default=None, help="Also write the per-setting table as CSV here.")
+    parser.add_argument("--steerings", default=None,
+                        help=f"Comma-separated steerings to decode (plain always): {', '.join(STEERINGS)}; "
+                        "default: all. A steering that reads another's fair beams needs that one too.")
     args = parser.parse_args(argv)
+    steerings = None if args.steerings is None else [s.strip() for s in args.steerings.split(",")]
+    unknown = sorted(set(steerings or ()) - set(STEERINGS))
+    if unknown:
+        parser.error(f"--steerings: unknown {unknown}; choose from {', '.join(STEERINGS)}")
     examples = dev_examples(args.limit)
-    rows = generate_rows(examples, Path(args.out), args.lambda_samples)
+    rows = generate_rows(examples, Path(args.out), args.lambda_samples, steerings)
     table = summarize(rows, [ex.id for ex in examples])
     print(f"\n{len(examples)} dev sets: " + ", ".join(ex.id for ex in examples))
     print(format_table(table))

@@ -43,9 +43,9 @@ def test_select_is_the_demo_rule_on_hand_set_scores():
 def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     grid = settings()
     # 6 steerings × β{1}, β{1,3}; 2 fair-prompt steerings × β{}+beam, β{1}(+beam), β{1,3}(+beam);
-    # groupwise and interleaved × β{}+gw/+il, β{1}+.., β{1,3}+.. (without it, their settings are none's);
-    # × N × floors
-    assert len(grid) == (6 * 2 + 2 * 5 + 2 * 3) * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
+    # groupwise, interleaved and quote × β{}+gw/+il/+q, β{1}+.., β{1,3}+.. (without it, their settings are
+    # none's); × N × floors
+    assert len(grid) == (6 * 2 + 2 * 5 + 3 * 3) * 3 * 5 and len({s["name"] for s in grid}) == len(grid)
     by_name = {s["name"]: s for s in grid}
     assert pool_recipes(by_name["none β{1,3} N3 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "nucleus", "top-k", "hybrid", "beam"]
@@ -67,6 +67,8 @@ def test_pools_follow_the_demo_order_and_the_grid_is_complete():
     assert pool_recipes(by_name["interleaved β{1,3}+il N0 default"]) == [
         "fair-beam β=1", "fair-beam β=3", "beam+interleaved", "beam"]
     assert pool_recipes(by_name["interleaved β{}+il N0 default"]) == ["beam+interleaved", "beam"]
+    assert pool_recipes(by_name["quote β{1,3}+q N0 default"]) == [
+        "fair-beam β=1", "fair-beam β=3", "beam+quote", "beam"]
 
 
 def test_each_steering_is_a_demo_setting():
@@ -76,11 +78,12 @@ def test_each_steering_is_a_demo_setting():
     configs = [steering_config(name) for name in STEERINGS]
     assert [steering_label(c) for c in configs] == [
         "no λ", "λ4", "extraction reward h=2", "extraction reward h=1", "no λ", "no λ", "no λ", "no λ", "no λ",
-        "no λ"]
-    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0, 3.0, 3.0, 3.0, 3.0]
-    assert [c.fair_prompt for c in configs] == [None] * 6 + ["labels", "definition", None, None]
-    assert [c.groupwise for c in configs] == [False] * 8 + [True, False]
-    assert [c.interleave for c in configs] == [False] * 9 + [True]
+        "no λ", "no λ"]
+    assert [c.fairness_strength for c in configs] == [3.0, 3.0, 3.0, 3.0, 1.0, 6.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+    assert [c.fair_prompt for c in configs] == [None] * 6 + ["labels", "definition", None, None, None]
+    assert [c.groupwise for c in configs] == [False] * 8 + [True, False, False]
+    assert [c.interleave for c in configs] == [False] * 9 + [True, False]
+    assert [c.quote for c in configs] == [False] * 10 + [True]
     with pytest.raises(ValueError, match="not both"):
         DemoConfig(abstractiveness=4.0, extractiveness=2.0)
 
@@ -163,4 +166,14 @@ def test_the_interleaved_steering_reads_the_fair_beams_of_none():
     table = {r["setting"]: r for r in summarize(_pool_with("none", "interleaved", "beam+interleaved", 0.05), ["a"])}
     with_il = table["interleaved β{1,3}+il N0 default+checker=0"]
     assert (with_il["not_plain"], with_il["uer"], with_il["checker"]) == (1, 0.05, 0.25)
+    assert table["none β{1,3} N0 default"]["not_plain"] == 0
+
+
+def test_the_quote_steering_reads_the_fair_beams_of_none():
+    from benchmarks.demo_defaults import row_steer
+
+    assert (row_steer("quote", "fair-beam β=3"), row_steer("quote", "beam+quote")) == ("none", "quote")
+    table = {r["setting"]: r for r in summarize(_pool_with("none", "quote", "beam+quote", 0.05), ["a"])}
+    with_q = table["quote β{}+q N0 default+checker=0"]
+    assert (with_q["not_plain"], with_q["uer"], with_q["checker"]) == (1, 0.05, 0.25)
     assert table["none β{1,3} N0 default"]["not_plain"] == 0

@@ -15,7 +15,7 @@ def test_settings_line_names_every_setting_and_the_reason():
     config = DemoConfig(abstractiveness=4.0, fairness_strength=3.0, fair_beams=(1.0, 3.0), candidates=3,
                         floors={"fluency": 0.5, "checker": 0.1})
     assert settings_line(config) == (
-        "evenhand settings: λ4, α=3, fair beam β∈{1,3}, 3 sampled candidates + plain, "
+        "evenhand settings: λ4, α=3, fair beam β∈{1,3}, + beam+quote candidate, 3 sampled candidates + plain, "
         f"floors fluency=0.5,checker=0.1; why: {DEFAULTS_WHY}"
     )
     assert "\n" not in settings_line(DemoConfig()) and DEFAULTS_WHY.strip()
@@ -29,14 +29,14 @@ def test_no_constraint_and_no_floors_are_said_so():
 
 def test_the_default_settings_line_is_what_the_dev_sweep_chose():
     assert settings_line(DemoConfig()) == (
-        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, 0 sampled candidates + plain, "
+        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, + beam+quote candidate, 0 sampled candidates + plain, "
         f"floors fluency=0.5,calibrated:coverage=0.1,checker=0; why: {DEFAULTS_WHY}"
     )
     assert "benchmarks/demo_defaults.py" in DEFAULTS_WHY
 
 
 def test_the_settings_line_names_the_fair_prompt_and_its_prompted_beam():
-    config = DemoConfig(fair_prompt="labels", floors={})
+    config = DemoConfig(fair_prompt="labels", floors={}, quote=False)
     assert settings_line(config) == (
         "evenhand settings: no λ, α=3, fair beam β∈{1,3}, fair prompt 'labels' (+ beam+labels), "
         f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
@@ -46,7 +46,7 @@ def test_the_settings_line_names_the_fair_prompt_and_its_prompted_beam():
 
 
 def test_the_settings_line_names_the_groupwise_candidate():
-    config = DemoConfig(groupwise=True, floors={})
+    config = DemoConfig(groupwise=True, floors={}, quote=False)
     assert settings_line(config) == (
         "evenhand settings: no λ, α=3, fair beam β∈{1,3}, + group-wise candidate, "
         f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
@@ -65,7 +65,7 @@ def test_groupwise_adds_its_candidate_before_plain(tmp_path, model_dir):
 
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
-                 "--groupwise", "--out", str(out)]) == 0
+                 "--groupwise", "--no-quote", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "group-wise", "beam"]
     assert row["config"]["groupwise"] is True
@@ -89,7 +89,7 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
     assert "+ beam+interleaved candidate, " in settings_line(DemoConfig(interleave=True))
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
-                 "--interleave", "--out", str(out)]) == 0
+                 "--interleave", "--no-quote", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", INTERLEAVED_RECIPE, "beam"]
     assert row["config"]["interleave"] is True
@@ -100,8 +100,35 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
     assert row["candidates"][2]["text"] == expected
 
 
+def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_path, model_dir):
+    import json
+
+    from evenhand.cli import main
+    from evenhand.decoding.quote import quoted_summary
+    from evenhand.demo import QUOTE_RECIPE, demo_examples
+
+    assert "+ beam+quote candidate, " in settings_line(DemoConfig())  # default: on
+    assert "beam+quote" not in settings_line(DemoConfig(quote=False)).split("; why:")[0]
+    out = tmp_path / "d.jsonl"
+    assert main(["demo", "--model", str(model_dir), "--example", "headphones", "--max-new-tokens", "4",
+                 "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert row["config"]["quote"] is True
+    (headphones,) = [ex for ex in demo_examples() if ex.id == "headphones"]
+    plain = row["candidates"][-1]
+    expected = quoted_summary(headphones, plain["text"])
+    assert expected is not None  # "Some reviewers" + random tokens leave the five-star group short of its share
+    assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", QUOTE_RECIPE, "beam"]
+    quote = row["candidates"][2]
+    assert quote["text"] == expected and quote["text"].startswith(plain["text"].rstrip()[:10])
+    assert quote["written"] == plain["text"]
+    # the fluency floor reads what the model wrote (the plain summary); the checker floor the whole text
+    assert quote["floors"]["fluency"] == plain["floors"]["fluency"]
+    assert quote["floors"]["checker"] != plain["floors"]["checker"]
+
+
 def test_candidate_switches_must_be_booleans():
-    for name in ("groupwise", "interleave"):
+    for name in ("groupwise", "interleave", "quote"):
         with pytest.raises(ValueError, match=rf"`{name}` must be true or false, got 'yes'"):
             DemoConfig(**{name: "yes"})
         assert getattr(DemoConfig(**{name: True}), name) is True
@@ -120,16 +147,17 @@ def test_negative_candidates_exit_2_before_the_model_loads(capsys):
     assert "--candidates" in err and "-1" in err and "loading" not in err
 
 
-def test_default_demo_pool_is_the_fair_beams_and_plain(tmp_path, model_dir):
+def test_without_the_quote_the_demo_pool_is_the_fair_beams_and_plain(tmp_path, model_dir):
     import json
 
     from evenhand.cli import main
 
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
-                 "--out", str(out)]) == 0
+                 "--no-quote", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "beam"]
+    assert row["config"]["quote"] is False
     assert row["config"]["candidates"] == 0 and row["config"]["abstractiveness"] is None
     assert sum(bool(c.get("kept")) for c in row["candidates"]) == 1
 
@@ -145,7 +173,7 @@ def test_a_fair_prompt_reaches_every_candidate_and_adds_its_plain_beam(tmp_path,
 
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
-                 "--fair-prompt", "labels", "--out", str(out)]) == 0
+                 "--fair-prompt", "labels", "--no-quote", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [c["recipe"] for c in row["candidates"]] == ["fair-beam β=1", "fair-beam β=3", "beam+labels", "beam"]
     assert row["config"]["fair_prompt"] == "labels"

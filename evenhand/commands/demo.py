@@ -41,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Add plain beam search over the documents interleaved by group, the smallest group first "
         "(recipe beam+interleaved); default: off.",
     )
+    parser.add_argument(
+        "--no-quote", dest="quote", action="store_false",
+        help="Leave out the candidate 'plain summary + one sentence quoted verbatim, its writer's group named, "
+        "from a group the plain summary shortchanges' (recipe beam+quote; default: in the pool).",
+    )
     parser.add_argument("--seed", type=int, default=0, help="Random seed.")
     parser.add_argument("--out", default=None, help="Also write the results as JSONL here (`summary` = evenhand's; `evenhand evaluate --data demo "
                         "--summaries OUT --metrics ...` scores them) and a CSV table beside it.")
