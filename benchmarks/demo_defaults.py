@@ -10,7 +10,9 @@ Per example the demo's candidates are decoded once per steering (``none``: no ab
 constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
 ``labels``/``definition``: the fair prompts; ``groupwise``: the demo's defaults plus the group-wise
 candidate, ``evenhand.demo.GROUPWISE_RECIPE``, whose fair beams are ``none``'s; ``interleaved``: the same
-with plain beam search over the documents interleaved by group, ``evenhand.demo.INTERLEAVED_RECIPE``): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
+with plain beam search over the documents interleaved by group, ``evenhand.demo.INTERLEAVED_RECIPE``;
+``quote``: the same with plain + one attributed quote, ``evenhand.demo.QUOTE_RECIPE``, nothing decoded; a set
+where no quote lowers the UER gets a marker row and its pools are the rest): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
 which its settings take into the pool or not (``+beam`` in the name; ``+gw`` for the group-wise candidate). Every candidate is scored once by the selection scorers (the demo's composite
@@ -27,6 +29,7 @@ summary, the kept summary's means, and on how many sets it is below plain on the
 lm-likelihood (less faithful) and above it on UER (less fair).
 
     .venv/bin/python benchmarks/demo_defaults.py --out /tmp/dd.jsonl --table /tmp/dd.csv
+    .venv/bin/python benchmarks/demo_defaults.py --lambda-samples 0 --steerings none,quote --out /tmp/dd.jsonl
 """
 
 from __future__ import annotations
