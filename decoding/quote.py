@@ -14,10 +14,10 @@ a document of that group says.
   content words (``"ratio"``; ``"equal"``: uniform; or given shares). Fair beam search lowers
   the same terms while it decodes (on evenhand's word pipeline).
 * **Which sentence** (``quote_sentence``): every sentence of ``MIN_WORDS`` to ``MAX_WORDS`` words
-  (``evaluation.text.sentences.split_sentences``) that starts with a capital letter or a digit,
-  of a group whose term is positive, is tried after the summary with its attribution; the one
-  that leaves the lowest UER is quoted, if it is below the summary's own. The earliest sentence
-  wins a tie. A leading "NAME:" of the group's own name (a debate transcript's speaker label) is
+  (``evaluation.text.sentences.split_sentences``) that starts with a capital letter or a digit
+  and holds no double quote, of a group whose term is positive, is tried after the summary with
+  its attribution; the one that leaves the lowest UER is quoted, if it is below the summary's
+  own. The earliest sentence wins a tie. A leading "NAME:" of the group's own name (a debate transcript's speaker label) is
   dropped.
 * **Attribution** (``attribution``): ``groupwise.group_phrase`` names the group; a group of
   several documents is "One of the ..."; reviews and posts "wrote", named speakers and sides
@@ -94,7 +94,8 @@ def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio")
             continue
         for raw in split_sentences(doc.text):
             sentence = _own_label(raw, doc.group)
-            if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS or not re.match(r"[A-Z0-9]", sentence):
+            if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS or not re.match(r"[A-Z0-9]", sentence) \
+                    or any(q in sentence for q in '"“”'):  # a quotation inside the quotation would not read back
                 continue
             after = shortfall(example, _joined(body, attribution(example, doc.group), sentence), fairness)[0]
             if after < uer and (best is None or after < best[0]):
