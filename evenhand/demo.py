@@ -39,7 +39,9 @@ Under each pair of summaries two blocks of scores, for both columns:
   the demo never names a winner on them;
 - **independent checks (not used to select)**: ROUGE-L F1 against the example's
   reference summaries (best over references, stemmed), FairSumm UER (N-gram
-  target, lower is fairer), MINT abstractiveness and the length in words.
+  target, lower is fairer), MINT abstractiveness and the length in words. Where the kept
+  candidate was built to improve a check (``TARGETED``: the quote lowers UER by construction),
+  that check's line says it is no evidence.
 
 ``--example all`` ends with one row per example (selection composite and
 fluency floor, ROUGE-L and UER of both columns); ``--out`` writes the full results as JSONL and that table as CSV
@@ -189,6 +191,12 @@ BACKEND = (
     "no AlignScore/NLI model installed)"
 )
 
+#: Checks a recipe's candidate is built to improve (``decoding.quote`` picks the sentence that lowers FairSumm's
+#: UER): where it is kept, that check is no evidence for it, and the demo says so beside the number.
+TARGETED: dict[str, frozenset[str]] = {QUOTE_RECIPE: frozenset({"fairsumm_uer"})}
+#: What the demo says beside a targeted check.
+TARGETED_NOTE = "the kept quote was chosen to lower it: no evidence"
+
 #: The independent checks: key -> (label, "higher"/"lower" is better, or None: no better/worse).
 CHECKS: dict[str, tuple[str, str | None]] = {
     "rouge_l_f1": ("ROUGE-L F1 vs references", "higher"),
@@ -331,8 +339,9 @@ def _num(value: float, width: int = 8) -> str:
     return f"{'n/a':>{width}}" if value != value else f"{value:{width}.3f}"
 
 
-def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]) -> str:
-    """The two score blocks under one example (see the module docstring)."""
+def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]], kept: str = "") -> str:
+    """The two score blocks under one example (see the module docstring); ``kept``: the kept candidate's
+    recipe (a check it was built to improve, ``TARGETED``, is marked as no evidence)."""
     weights = ", ".join(
         f"{n}×{w:g}" for n, w in zip(composite.config.names, composite.config.weight_list)
     )
@@ -353,6 +362,8 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]]
         if better is not None and p == p and f == f:
             winner = "tie" if p == f else ("evenhand" if (f > p) == (better == "higher") else "plain")
             note = f"   ({better} is better: {winner})"
+        if key in TARGETED.get(kept, ()):
+            note = f"{note[:-1]}; {TARGETED_NOTE})" if note else f"   ({TARGETED_NOTE})"
         lines.append(f"  {label:34s} {_num(p)} {_num(f)}{note}")
     return "\n".join(lines)
 
@@ -375,8 +386,9 @@ def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def format_table(table: list[dict[str, Any]]) -> str:
-    """The ``--example all`` table as aligned text, with a closing line on the independent checks."""
+def format_table(table: list[dict[str, Any]], kept: list[str] | None = None) -> str:
+    """The ``--example all`` table as aligned text, with a closing line on the independent checks;
+    ``kept``: per row the kept candidate's recipe (how many rows kept one built to improve a check)."""
     columns = [c for c in table[0] if c != "id"]
     width = max(len("example"), *(len(r["id"]) for r in table))
     header = f"  {'example':<{width}} " + " ".join(f"{c:>{max(len(c), 8)}}" for c in columns)
@@ -393,8 +405,10 @@ def format_table(table: list[dict[str, Any]]) -> str:
         losses = sum((f < p) if better == "higher" else (f > p) for p, f in pairs)
         mean_p = sum(p for p, _ in pairs) / len(pairs)
         mean_f = sum(f for _, f in pairs) / len(pairs)
+        targeted = sum(key in TARGETED.get(recipe, ()) for recipe in kept or ())
         lines.append(f"  {label} ({better} is better): mean plain {mean_p:.3f}, evenhand {mean_f:.3f}; "
-                     f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets")
+                     f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets"
+                     + (f" ({targeted} sets: {TARGETED_NOTE})" if targeted else ""))
     lines.append("  composite and fluency: selection scores (they picked the evenhand summaries), not checks")
     return "\n".join(lines)
 
@@ -519,7 +533,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(_side_by_side("-" * 44, "-" * 44))
         print(_side_by_side(plain, fair))
         print()
-        print(format_scores(composite, scores))
+        print(format_scores(composite, scores, candidates[kept]["recipe"]))
         below = [c["recipe"] for c in candidates if not c.get("eligible", True)]
         print(f"  backends: {BACKEND}")
         print(f"  {len(candidates)} candidates (plain included); below a floor: "
@@ -530,7 +544,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         })
     table = table_rows(rows)
     if len(rows) > 1:
-        print("\n== all examples\n" + format_table(table))
+        kept_recipes = [next(c["recipe"] for c in r["candidates"] if c.get("kept")) for r in rows]
+        print("\n== all examples\n" + format_table(table, kept_recipes))
     picked = [{"candidates": r["candidates"], "best_index": i, "best_score": r["candidates"][i]["score"]}
               for r in rows for i in [next(k for k, c in enumerate(r["candidates"]) if c.get("kept"))]]
     for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else ()):
