@@ -39,6 +39,8 @@ from ..evaluation.text.sentences import split_sentences
 from .groupwise import group_phrase
 from .processors.group_vocab import Fairness, parse_fairness
 
+#: The recipe name of a plain summary + one attributed quote among reranked candidates (demo, rerank).
+QUOTE_RECIPE = "beam+quote"
 #: Fewest and most words of a quoted sentence (a shorter one says too little, a longer one crowds the summary).
 MIN_WORDS = 6
 MAX_WORDS = 30
@@ -146,3 +148,11 @@ def quoted_summary(example: Example, summary: str, fairness: Fairness = "ratio")
         return None
     _, group, sentence = found
     return _joined(_ending(summary), attribution(example, group), sentence)
+
+
+def quote_candidate(example: Example, plain: str, fairness: Fairness = "ratio", index: int = 0) -> dict[str, Any] | None:
+    """The reranking candidate of recipe ``QUOTE_RECIPE`` built on the plain summary ``plain``, or None
+    (``quoted_summary``): ``{"text", "recipe", "index", "written"}``, ``written`` being the plain summary,
+    what the model wrote (the floors on writing read it: ``rerank.reranker.WRITING_FLOORS``)."""
+    text = quoted_summary(example, plain, fairness)
+    return None if text is None else {"text": text, "recipe": QUOTE_RECIPE, "index": index, "written": plain}

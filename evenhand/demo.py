@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from evenhand.decoding.prompts.templates import check_fair_prompt
+from evenhand.decoding.quote import QUOTE_RECIPE
 from evenhand.evaluation.data.checks import check_flags
 from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
@@ -164,8 +165,6 @@ def prompted_beam_recipe(fair_prompt: str) -> str:
 GROUPWISE_RECIPE = "group-wise"
 #: The recipe of plain beam search over the interleaved documents (``DemoConfig.interleave``).
 INTERLEAVED_RECIPE = "beam+interleaved"
-#: The recipe of the plain summary plus one attributed quote (``DemoConfig.quote``, ``decoding.quote``).
-QUOTE_RECIPE = "beam+quote"
 
 
 def settings_line(config: DemoConfig) -> str:
@@ -293,13 +292,12 @@ def evenhand_candidates(
         reordered = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
         text = generate(model, tokenizer, [interleave_groups(example)], reordered, progress=False)[0]
         candidates.append({"text": text, "recipe": INTERLEAVED_RECIPE, "index": len(candidates)})
-    if config.quote:  # the plain summary + one sentence quoted from its least-covered group (no decoding)
-        from evenhand.decoding.quote import quoted_summary
+    if config.quote:  # the plain summary + one sentence quoted from a group it shortchanges (no decoding)
+        from evenhand.decoding.quote import quote_candidate
 
-        text = quoted_summary(example, plain, config.fairness)
-        if text is not None:
-            # the model wrote the plain summary; the quote is the source's words (rerank.reranker.WRITING_FLOORS)
-            candidates.append({"text": text, "recipe": QUOTE_RECIPE, "index": len(candidates), "written": plain})
+        quoted = quote_candidate(example, plain, config.fairness, len(candidates))
+        if quoted is not None:
+            candidates.append(quoted)
     if config.candidates > 0:
         sampler = GenerateConfig(num_beams=1, **shared)
         reranker = Reranker(

@@ -119,13 +119,23 @@ class RerankConfig:
             "by more than the margin cannot win (the plain summary joins the candidates)."
         },
     )
+    quote: bool = field(
+        default=False,
+        metadata={"help": "Add the plain summary + one source sentence quoted verbatim, its writer's group "
+                  "named, chosen to lower FairSumm's UER (recipe beam+quote; decoding.quote). Needs floors "
+                  "(the plain summary is their reference)."},
+    )
 
     def __post_init__(self) -> None:
-        from ..evaluation.data.checks import check_count, check_number, check_seed
+        from ..evaluation.data.checks import check_count, check_flags, check_number, check_seed
 
         coerce_lists(self)
         check_count(self.candidates, "candidates")
         check_seed(self.seed)
+        check_flags(self, "quote")
+        if self.quote and not self.floors:
+            raise ValueError("`quote` appends a quotation to the plain summary, which joins the candidates only "
+                             "with `floors`: set floors, or drop quote")
         for name, margin in self.floors.items():
             check_number(margin, f"`floors`: the margin of {name!r}", low=0)
         unknown = [r for r in self.recipe_list if r not in RECIPES]
@@ -269,6 +279,13 @@ class Reranker:
         if self.config.floors:
             report_part(parts - 2, parts)
             candidates.append(self.plain_candidate(example, len(candidates)))
+        if self.config.quote:  # the plain summary + one attributed quote (no decoding; WRITING_FLOORS read plain)
+            from ..decoding.quote import quote_candidate
+
+            quoted = quote_candidate(example, candidates[-1]["text"], self.generate_config.fairness or "ratio",
+                                     len(candidates))
+            if quoted is not None:
+                candidates.append(quoted)
         report_part(parts - 1, parts)  # scoring
         best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers)
         return {

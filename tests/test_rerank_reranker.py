@@ -154,6 +154,46 @@ def test_reranker_with_a_floor_adds_the_plain_summary_and_it_qualifies(tiny, mon
         RerankConfig(floors={"words": -1.0})
 
 
+def test_quote_adds_plain_plus_one_attributed_quote_after_the_plain_summary(tiny, monkeypatch):
+    import evenhand.rerank.reranker as reranker_module
+    from evenhand.decoding.quote import quoted_summary
+
+    model, tok = tiny
+    monkeypatch.setattr(reranker_module, "build_floor_scorers", lambda scorer, floors: {"words": WordCount()})
+    example = Example("tent", [Document("The tent stayed dry in the storm.", "5"),
+                               Document("The zipper broke on the second night out.", "1")], attribute="rating")
+    plain = "The tent stayed dry."
+    monkeypatch.setattr(Reranker, "plain_candidate",
+                        lambda self, ex, index: {"text": plain, "recipe": "beam", "index": index})
+    config = RerankConfig(candidates=2, seed=1, floors={"words": 10.0}, quote=True)
+    reranker = Reranker(model, tok, CharCount(), config, GenerateConfig(max_new_tokens=4, batch_size=2))
+    record = reranker.rerank_one(example)
+    assert [c["recipe"] for c in record["candidates"]] == ["nucleus", "top-k", "beam", "beam+quote"]
+    quote = record["candidates"][3]
+    assert quote["text"] == quoted_summary(example, plain) == (
+        'The tent stayed dry. The one-star reviewer wrote: "The zipper broke on the second night out."')
+    assert quote["written"] == plain and quote["index"] == 3
+    # CharCount picks the longest; the words floor (a margin of 10) lets every candidate through
+    assert record["best_index"] == max(range(4), key=lambda i: (len(record["candidates"][i]["text"]), -i))
+    with pytest.raises(ValueError, match="`quote` appends a quotation to the plain summary"):
+        RerankConfig(quote=True)
+    with pytest.raises(ValueError, match="`quote` must be true or false"):
+        RerankConfig(quote="yes", floors={"words": 1.0})
+
+
+def test_rerank_quote_without_floors_exits_2(tmp_path, capsys):
+    from evenhand.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "a", "documents": [{"text": "x y", "group": "1"}, {"text": "z w", "group": "2"}]}\n',
+                    encoding="utf-8")
+    assert main(["rerank", "--data", str(data), "--out", str(tmp_path / "o.jsonl"), "--quote",
+                 "--floors", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "quote" in err and "floors" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 @pytest.mark.slow
 def test_coverage_floor_keeps_a_fair_by_vacuity_candidate_from_winning():
     """Equal Coverage alone prefers a summary that says nothing; the calibrated-coverage floor does not."""

@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--recipes", default="nucleus,top-k,hybrid", help="Samplers cycled over candidates (the paper's three)."
     )
     parser.add_argument("--seed", type=int, default=0, help="Base sampling seed.")
+    parser.add_argument(
+        "--quote", action="store_true",
+        help="Add the plain summary followed by one source sentence quoted verbatim, its writer's group named, "
+        "chosen to lower FairSumm's UER (recipe beam+quote; needs --floors; default: off).",
+    )
     add_common_options(
         parser, "model", "engine", "limit", "device", "no_resume", "force_resume",
         model="Generator: embedded alias, local folder, LoRA adapter folder, cached HF id, or server URL http://HOST:PORT/v1[#MODEL] (docs/serving.md).",
@@ -89,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
             "composite", cache_dir=score_cache(args), scorers=names, weights=args.weights,
             normalize=args.normalize, options=scorer_options(args, names),
         )
-        config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors)
+        config = RerankConfig(candidates=args.candidates, recipes=args.recipes, seed=args.seed, floors=floors,
+                              quote=args.quote)
     except ValueError as err:
         raise DataError(" ".join(str(err).split())) from None
     generate_config = config_from_args(GenerateConfig, args)
@@ -127,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
         records = reranker.rerank(examples, out=store)
     plain = " + the plain beam-search summary" if floors else ""
     print(f"{len(records)} examples, {args.candidates} candidates each{plain}, scorers {', '.join(names)}")
-    for line in selection_lines(records, [*config.recipe_list, *(["beam"] if floors else [])]):
+    from evenhand.decoding.quote import QUOTE_RECIPE
+
+    recipes = [*config.recipe_list, *(["beam"] if floors else []), *([QUOTE_RECIPE] if config.quote else [])]
+    for line in selection_lines(records, recipes):
         print(line)
     print(f"wrote {args.out}")
     return 0
