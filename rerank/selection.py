@@ -40,7 +40,7 @@ def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str]
         gains = [r["best_score"] - next(c["score"] for c in r["candidates"] if c["recipe"] == PLAIN)
                  for r in changed]
         lines.append(
-            f"where a sample replaced plain beam search ({len(changed)} of {n}): composite "
+            f"where another candidate replaced plain beam search ({len(changed)} of {n}): composite "
             f"{sum(gains) / len(gains):+.3f} over plain (per-set min-max, 0-1, higher is better)"
         )
     else:  # no plain candidate (floors off): only the spread of the set is known

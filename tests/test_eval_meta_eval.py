@@ -123,7 +123,7 @@ def test_rerank_command_end_to_end_on_a_tiny_model(tmp_path, capsys):
         assert "plain beam search kept for 1 of 1 examples: reranking changed no summary" in printed
     else:
         gain = record["best_score"] - cands[3]["score"]
-        assert f"where a sample replaced plain beam search (1 of 1): composite {gain:+.3f} over plain" in printed
+        assert f"where another candidate replaced plain beam search (1 of 1): composite {gain:+.3f} over plain" in printed
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""rerank.selection: which source won, and a composite gain only where a sample replaced plain."""
+"""rerank.selection: which source won, and a composite gain only where another candidate replaced plain."""
 
 from __future__ import annotations
 
@@ -29,5 +29,5 @@ def test_gain_is_over_plain_where_a_sample_won():
     assert wins(records) == {"nucleus": 2, "beam": 1}
     lines = selection_lines(records, ["nucleus", "top-k", "beam"])
     assert lines[0] == "kept (of 3 examples): nucleus 2, top-k 0, plain beam search 1"
-    assert lines[1] == ("where a sample replaced plain beam search (2 of 3): composite +0.400 over plain "
+    assert lines[1] == ("where another candidate replaced plain beam search (2 of 3): composite +0.400 over plain "
                         "(per-set min-max, 0-1, higher is better)")
