@@ -14,11 +14,12 @@ a document of that group says.
   content words (``"ratio"``; ``"equal"``: uniform; or given shares). Fair beam search lowers
   the same terms while it decodes (on evenhand's word pipeline).
 * **Which sentence** (``quote_sentence``): every sentence of ``MIN_WORDS`` to ``MAX_WORDS`` words
-  (``evaluation.text.sentences.split_sentences``) that starts with a capital letter or a digit
-  and holds no double quote, of a group whose term is positive, is tried after the summary with
-  its attribution; the one that leaves the lowest UER is quoted, if it is below the summary's
-  own. The earliest sentence wins a tie. A leading "NAME:" of the group's own name (a debate transcript's speaker label) is
-  dropped.
+  (``evaluation.text.sentences.split_sentences``) that starts with a capital letter or a digit,
+  holds no double quote (a quotation inside the quotation would not read back) and no two
+  sentences glued together ("shoot.Opteka"), of a group whose term is positive, is tried after
+  the summary with its attribution; the one that leaves the lowest UER is quoted, if it is below
+  the summary's own. The earliest sentence wins a tie. A leading "NAME:" of the group's own name
+  (a debate transcript's speaker label) is dropped.
 * **Attribution** (``attribution``): ``groupwise.group_phrase`` names the group; a group of
   several documents is "One of the ..."; reviews and posts "wrote", named speakers and sides
   "said".
@@ -44,6 +45,9 @@ QUOTE_RECIPE = "beam+quote"
 #: Fewest and most words of a quoted sentence (a shorter one says too little, a longer one crowds the summary).
 MIN_WORDS = 6
 MAX_WORDS = 30
+#: Two sentences run together without a space ("point and shoot.Opteka HG-5 ..."; scraped reviews): not one
+#: sentence to quote.
+_GLUED = re.compile(r"[a-z][.!?][A-Z]")
 #: Attributes whose groups speak rather than write (named speakers, sides of a debate).
 _SPEAKING = frozenset({"speaker", "stance", "side", "name", "author"})
 
@@ -97,7 +101,7 @@ def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio")
         for raw in split_sentences(doc.text):
             sentence = _own_label(raw, doc.group)
             if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS or not re.match(r"[A-Z0-9]", sentence) \
-                    or any(q in sentence for q in '"“”'):  # a quotation inside the quotation would not read back
+                    or any(q in sentence for q in '"“”') or _GLUED.search(sentence):
                 continue
             after = shortfall(example, _joined(body, attribution(example, doc.group), sentence), fairness)[0]
             if after < uer and (best is None or after < best[0]):

@@ -67,10 +67,12 @@ def test_no_quote_when_no_group_falls_short_or_no_sentence_helps():
     fair = "The tent stayed dry in the storm, but the zipper broke at night."  # t = s: no group falls short
     assert shortfall(even, fair) == (0.0, []) and quote_sentence(even, fair) is None
     assert quote_sentence(ex, balanced) is None and quoted_summary(ex, balanced) is None
-    # every one-star sentence has fewer than MIN_WORDS words, starts in lower case or holds a double quote
+    # every one-star sentence has fewer than MIN_WORDS words, starts in lower case, holds a double quote or
+    # runs into the next one without a space
     short = Example("s", [Document("The tent stayed dry in the storm.", "5"), Document("Zipper broke.", "1"),
                           Document("poles bent in the wind on night two.", "1"),
-                          Document('The "waterproof" zipper broke on night two.', "1")], "rating")
+                          Document('The "waterproof" zipper broke on night two.', "1"),
+                          Document("The zipper broke on night two.Tent pegs bent.", "1")], "rating")
     assert quote_sentence(short, "The tent stayed dry.") is None
     one_group = Example("o", [Document("The tent stayed dry in the storm.", "5")], "rating")
     assert quote_sentence(one_group, "Dry.") is None
