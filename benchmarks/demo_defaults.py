@@ -223,7 +223,7 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
     from evenhand.demo import evenhand_candidates
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.evaluation.scoring.report import Scored, evaluate
-    from evenhand.rerank.reranker import WRITING_FLOORS
+    from evenhand.rerank.reranker import floor_texts
     from evenhand.rerank.sharing import share_model
 
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
@@ -258,8 +258,7 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
             rows.append({"id": ex.id, "steer": steer, "recipe": None})
             print(f"{ex.id} {steer}: no candidate", flush=True)
             continue
-        written = [c.get("written", c["text"]) for c in cands]  # what the writing floors read (WRITING_FLOORS)
-        scores = {name: scorer.score([ex] * len(texts), written if name in WRITING_FLOORS else texts)
+        scores = {name: scorer.score([ex] * len(texts), floor_texts(cands, name))  # fluency: the written part
                   for name, scorer in scorers.items()}
         uer = evaluate([Scored(f"{ex.id}#{i}", ex, t) for i, t in enumerate(texts)], ["fairsumm"]).rows
         new = [{"id": ex.id, "steer": steer, "recipe": c["recipe"], "text": c["text"],

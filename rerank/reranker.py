@@ -154,6 +154,17 @@ class RerankConfig:
         recipes = self.recipe_list
         return [recipes[i % len(recipes)] for i in range(self.candidates)]
 
+    def record_recipes(self) -> list[str]:
+        """The recipes a record's candidates can have, in their order: the samplers, then the plain
+        summary (``beam``) with floors, then ``decoding.quote.QUOTE_RECIPE`` with ``quote``.
+
+        >>> RerankConfig(floors={"fluency": 0.5}, quote=True).record_recipes()
+        ['nucleus', 'top-k', 'hybrid', 'beam', 'beam+quote']
+        """
+        from ..decoding.quote import QUOTE_RECIPE
+
+        return [*self.recipe_list, *(["beam"] if self.floors else []), *([QUOTE_RECIPE] if self.quote else [])]
+
 
 class Reranker:
     """Best-of-N summarization with a scorer.
@@ -323,6 +334,20 @@ def build_floor_scorers(
     }
 
 
+def floor_texts(candidates: Sequence[Mapping[str, Any]], name: str) -> list[str]:
+    """What the scorer ``name`` reads of each candidate as a floor or its score: the ``written`` text where
+    a candidate has one and ``name`` is in ``WRITING_FLOORS``, else the whole text.
+
+    >>> floor_texts([{"text": 'ab. X wrote: "cd"', "written": "ab."}, {"text": "ef"}], "fluency")
+    ['ab.', 'ef']
+    >>> floor_texts([{"text": 'ab. X wrote: "cd"', "written": "ab."}], "checker")
+    ['ab. X wrote: "cd"']
+    """
+    if name in WRITING_FLOORS:
+        return [c.get("written", c["text"]) for c in candidates]
+    return [c["text"] for c in candidates]
+
+
 def below_floors(
     floor_scores: Sequence[Mapping[str, float]], plain: int, floors: Mapping[str, float]
 ) -> list[list[str]]:
@@ -358,7 +383,7 @@ def score_and_select(
             raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
         scorers = scorers if scorers is not None else build_floor_scorers(scorer, floors)
         for name in floors:
-            read = [c.get("written", c["text"]) for c in candidates] if name in WRITING_FLOORS else texts
+            read = floor_texts(candidates, name)
             values = scorers[name].score([example] * len(read), read)
             for cand, value in zip(candidates, values):
                 cand.setdefault("floors", {})[name] = value
