@@ -133,10 +133,7 @@ def run(args: argparse.Namespace) -> int:
         records = reranker.rerank(examples, out=store)
     plain = " + the plain beam-search summary" if floors else ""
     print(f"{len(records)} examples, {args.candidates} candidates each{plain}, scorers {', '.join(names)}")
-    from evenhand.decoding.quote import QUOTE_RECIPE
-
-    recipes = [*config.recipe_list, *(["beam"] if floors else []), *([QUOTE_RECIPE] if config.quote else [])]
-    for line in selection_lines(records, recipes):
+    for line in selection_lines(records, config.record_recipes()):
         print(line)
     print(f"wrote {args.out}")
     return 0
