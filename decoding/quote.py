@@ -94,6 +94,7 @@ def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio")
     if not short:
         return None
     body = _ending(summary)
+    who = {group: attribution(example, group) for group in short}
     best: tuple[float, int, str, str] | None = None
     for index, doc in enumerate(example.documents):
         if doc.group not in short:
@@ -103,7 +104,7 @@ def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio")
             if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS or not re.match(r"[A-Z0-9]", sentence) \
                     or any(q in sentence for q in '"“”') or _GLUED.search(sentence):
                 continue
-            after = shortfall(example, _joined(body, attribution(example, doc.group), sentence), fairness)[0]
+            after = shortfall(example, _joined(body, who[doc.group], sentence), fairness)[0]
             if after < uer and (best is None or after < best[0]):
                 best = (after, index, doc.group, sentence)
     return None if best is None else best[1:]
