@@ -57,6 +57,30 @@ def test_quantifier_is_read_in_the_subject():
     assert not is_majority("one said the dentist explained every step of the filling")
 
 
+def test_everyday_quantifiers_and_posters_are_read():
+    # "plenty of" is a majority, "a handful" a minority; "posters" name the writers (the subject ends there)
+    assert is_majority("Plenty of reviewers sent it back") and is_majority("Lots of guests loved the pool")
+    assert is_minority("A handful of guests complained") and not is_majority("A handful of guests complained")
+    assert subject("Only a couple of posters support the ban") == "Only a couple of posters"
+    ratings = ("5", "5", "4", "5", "3", "1")
+    texts = ("Sturdy and quiet.", "Quick to assemble.", "Good desk, a bit wobbly at full height.", "Love it.",
+             "Assembly took three hours.", "Arrived scratched and I sent it back.")
+    desk = Example("desk", [Document(t, g) for t, g in zip(texts, ratings)], attribute="rating")
+    # one one-star review: "plenty of ... one star" counts the one-star documents
+    assert quantity_conflict("Plenty of reviewers, giving one star, sent it back", desk, list(texts)) \
+        == "count against the labels"
+    assert quantity_conflict("One reviewer, giving one star, sent it back", desk, list(texts)) is None
+    stances = ("for", "for", "against", "for", "against", "for", "against")
+    posts = ("Phones out of class is right.", "Children talk again at lunch.", "Parents need to reach them.",
+             "Grades will rise, I support it.", "Pouches are a waste of money.", "Good call by the school.",
+             "It punishes the careful pupils.")
+    ban = Example("ban", [Document(t, g) for t, g in zip(posts, stances)], attribute="stance")
+    # four of seven posts are for the ban: "only a couple" of them support it is wrong, "more than half" is not
+    assert quantity_conflict("Only a couple of posters support the ban", ban, list(posts)) \
+        == "count against the labels"  # "support" states the label "for"
+    assert quantity_conflict("More than half of the posters support the ban", ban, list(posts)) is None
+
+
 def test_numbers_are_facts_with_what_they_count():
     assert numbers("Two reviewers paid 300,000 euros for 2.1 kg; a four-star guest stayed twenty-five nights "
                    "and one left after 3 hundred days.") == [

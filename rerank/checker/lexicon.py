@@ -57,13 +57,14 @@ COMPLAINT_VERBS = ("complained about", "disliked", "was unhappy with", "criticis
 #: A claim with one of these is about most of its documents (aggregated over them).
 MAJORITY = re.compile(
     r"\b(most|many|majority|nearly all|almost all|all|every|everyone|everybody|widely|overwhelmingly|"
-    r"generally|commonly|several|numerous|the bulk of|broadly|unanimously|consistently)\b",
+    r"generally|commonly|several|numerous|the bulk of|broadly|unanimously|consistently|plenty of|lots of|"
+    r"a lot of)\b",
     re.IGNORECASE,
 )
 #: A claim with one of these among its subject words is about one or a few of its documents.
 MINORITY = re.compile(
     r"\b(only one|just one|a single|one single|not one|a minority|only a few|only two|none|no one|nobody|"
-    r"hardly any|few|a couple)\b",
+    r"hardly any|few|a couple|a handful)\b",
     re.IGNORECASE,
 )
 #: Nouns that name the writers of the documents: a claim's subject, not a fact it states.
@@ -73,7 +74,8 @@ AUTHORS = frozenset({
     "owner", "parents", "parent", "residents", "resident", "post", "posts", "tweet", "tweets", "riders", "rider",
     "learners", "learner", "diners", "diner", "visitors", "visitor", "travellers", "travelers", "players",
     "students", "members", "critics", "supporters", "opponents", "commenters", "writers", "authors", "everyone",
-    "everybody", "others", "review", "reviews", "comments", "articles", "texts",
+    "everybody", "others", "review", "reviews", "comments", "articles", "texts", "posters", "poster",
+    "commenter", "readers", "reader", "voters", "voter", "respondents", "respondent", "attendees", "attendee",
 })
 #: Subjects of template claims: (phrase, is it a majority quantifier).
 SUBJECTS = (
