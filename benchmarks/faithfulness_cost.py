@@ -1,10 +1,10 @@
 """Cost per summary of the shipped ``calibrated:faithfulness`` against the one before issue 33 (goal <= 1.5x).
 
 Before issue 33 the shipped calibration had two features, ``lm-pmi`` and
-``rouge-1-precision``; now it adds ``checker`` with a fixed weight. A
-calibrated score costs what its components cost (the prediction is a dot
-product), so the baseline is the shipped calibration without its ``checker``
-feature, run in the same process on the same inputs: the faithful summaries
+``rouge-1-precision``; now it adds ``checker`` with a fixed weight and
+``sentiment-agreement``. A calibrated score costs what its components cost (the
+prediction is a dot product), so the baseline is the shipped calibration without
+those two features, run in the same process on the same inputs: the faithful summaries
 of the first ``--limit`` DEV contradiction pairs (short review sets and
 debates, the demo's domain). Models load (and the checker is built if it
 is not cached) in a warm-up on another summary before the clock starts; the
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Cost of calibrated:faithfulness vs its pre-issue-33 features.")
     parser.add_argument("--limit", type=int, default=16, help="Summaries timed (DEV pairs' faithful ones).")
     parser.add_argument("--repeats", type=int, default=2, help="Alternating timed runs of each; best kept.")
-    parser.add_argument("--feature", default="checker", help="The feature the baseline drops.")
+    parser.add_argument("--feature", default="checker,sentiment-agreement",
+                        help="The features the baseline drops, comma-separated.")
     parser.add_argument("--controlled", default=None, help="Time a controlled-summaries JSON's summaries instead.")
     parser.add_argument("--lm-check", action="store_true",
                         help="Time the shipped calibration with the checker's LM test on (`lm_check`, off by default).")
@@ -94,12 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         examples = [example_from_dict(row["source"], str(DEV), i) for i, row in enumerate(rows, 1)]
     sources, outputs = examples[: args.limit], [row["faithful"] for row in rows[: args.limit]]
     shipped = json.loads(calibration_path("faithfulness").read_text(encoding="utf-8"))
-    if args.feature not in shipped["scorers"]:
-        print(f"the shipped calibration has no feature {args.feature!r}: nothing to compare")
+    dropped = [f for f in args.feature.split(",") if f]
+    missing = [f for f in dropped if f not in shipped["scorers"]]
+    if missing or not dropped:
+        print(f"the shipped calibration has no feature {missing or args.feature!r}: nothing to compare")
         return 2
+    baseline = shipped
+    for feature in dropped:
+        baseline = without(baseline, feature)
     with tempfile.TemporaryDirectory() as tmp:
         base_path = Path(tmp) / "baseline.json"
-        base_path.write_text(json.dumps(without(shipped, args.feature)), encoding="utf-8")
+        base_path.write_text(json.dumps(baseline), encoding="utf-8")
         new_path = Path(tmp) / "shipped.json"
         if args.lm_check:
             shipped["scorer_options"]["checker"] = {**shipped["scorer_options"].get("checker", {}), "lm_check": True}
@@ -114,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 best[name] = min(best[name], timed(scorer, sources, outputs))
     n = len(outputs)
     print(f"calibrated:faithfulness on {n} summaries (best of {args.repeats}, same process):")
-    print(f"  before issue 33 ({', '.join(s for s in shipped['scorers'] if s != args.feature)}): "
+    print(f"  before issue 33 ({', '.join(baseline['scorers'])}): "
           f"{best['baseline'] / n:.3f} s/summary")
     lm = ", checker lm_check on" if args.lm_check else ""
     print(f"  shipped ({', '.join(shipped['scorers'])}{lm}): {best['shipped'] / n:.3f} s/summary")
