@@ -207,7 +207,8 @@ def test_a_calibration_fitted_on_older_scorer_code_warns(tmp_path: Path) -> None
     version = scorer_class("checker").score_version
     assert version >= 3
     shipped = load_calibration("faithfulness")  # refitted whenever the checker's code changes
-    assert shipped.meta["score_versions"] == {"lm-pmi": 0, "rouge-1-precision": 0, "checker": version}
+    assert shipped.meta["score_versions"] == {"lm-pmi": 0, "rouge-1-precision": 0, "checker": version,
+                                              "sentiment-agreement": 0}
     cal = {"format": "evenhand-calibration", "version": 1, "target": "coverage",
            "scorers": ["rouge-l-recall", "checker"], "normalize": "zscore",
            "transforms": {"rouge-l-recall": {"mean": 0.5, "std": 0.1}, "checker": {"mean": 0.2, "std": 0.1}},

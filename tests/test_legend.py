@@ -16,6 +16,8 @@ def test_known_columns_have_direction_and_range():
     assert meaning("rouge-l-recall").short() == "0-1, higher is better"
     assert meaning("calibrated:coverage").range.startswith("~0-1")  # a linear fit: may leave 0-1
     assert meaning("mint_p3").arrow == "descriptive" and meaning("my-scorer") is None
+    assert meaning("sentiment-agreement").short() == "-2-0 (0 = the source's tone), higher is better"
+    assert meaning("checker").direction == HIGHER
     assert legend_lines(["mint", "mint", "my-scorer"]) == [
         "  mint: 0-1, descriptive - MINT abstractiveness (1 = nothing copied)"]
 
