@@ -110,6 +110,8 @@ def _join_short(items: Sequence[str], words: int = 3) -> list[str]:
 
 #: Words of a claim's subject where its quantifier is read ("but nearly all guests ...", "reviewers widely ...").
 SUBJECT_WORDS = 5
+#: Words of a claim where its subject's writers' noun is looked for ("Only a couple of the posters ...").
+SUBJECT_NOUN_WORDS = 7
 
 
 def is_majority(claim: str) -> bool:
@@ -218,13 +220,15 @@ SPREAD = 0.3
 
 def subject(claim: str) -> str:
     """The claim's subject: its words up to the first noun naming the documents' writers (among its first
-    ``SUBJECT_WORDS``), else its first two words.
+    ``SUBJECT_NOUN_WORDS``), else its first two words.
 
     >>> subject("Most owners were unhappy with the grooming"), subject("Only one guest said so")
     ('Most owners', 'Only one guest')
+    >>> subject("Only a couple of the contributions favoured it")
+    'Only a couple of the contributions'
     """
     words = claim.split()
-    for i, word in enumerate(words[:SUBJECT_WORDS]):
+    for i, word in enumerate(words[:SUBJECT_NOUN_WORDS]):
         if word.lower().strip(",.;:") in AUTHORS:
             return " ".join(words[: i + 1])
     return " ".join(words[:2])

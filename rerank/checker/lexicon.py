@@ -58,7 +58,7 @@ COMPLAINT_VERBS = ("complained about", "disliked", "was unhappy with", "criticis
 MAJORITY = re.compile(
     r"\b(most|many|majority|nearly all|almost all|all|every|everyone|everybody|widely|overwhelmingly|"
     r"generally|commonly|several|numerous|the bulk of|broadly|unanimously|consistently|plenty of|lots of|"
-    r"a lot of)\b",
+    r"a lot of|a good number of|a large number of|a great many)\b",
     re.IGNORECASE,
 )
 #: A claim with one of these among its subject words is about one or a few of its documents.
@@ -76,6 +76,7 @@ AUTHORS = frozenset({
     "students", "members", "critics", "supporters", "opponents", "commenters", "writers", "authors", "everyone",
     "everybody", "others", "review", "reviews", "comments", "articles", "texts", "posters", "poster",
     "commenter", "readers", "reader", "voters", "voter", "respondents", "respondent", "attendees", "attendee",
+    "contributions", "contribution", "contributors", "contributor",
 })
 #: Subjects of template claims: (phrase, is it a majority quantifier).
 SUBJECTS = (

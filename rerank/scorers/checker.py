@@ -162,8 +162,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # 5: the last at support 0.15 (was 0.3); 6: lm_check, "all but N", "are N stars"; 7: writers named after "from";
     # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group
     # 9: after_comma (reverted); 10: a verbatim quotation is one claim, scored by its attribution
-    # (claims.quoted_source); 11: more quantifiers ("plenty of", "lots of", "a handful") and writers ("posters")
-    score_version = 11
+    # (claims.quoted_source); 11: more quantifiers ("plenty of", "lots of", "a handful") and writers ("posters");
+    # 12: "a good number of", contributions as writers, the writers' noun looked for in 7 words
+    score_version = 12
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
