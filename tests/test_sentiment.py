@@ -58,3 +58,8 @@ def test_scorer_is_minus_the_gap_and_names_its_lexicon() -> None:
 def test_dead_zone_must_be_a_number_in_range(bad: object) -> None:
     with pytest.raises(ValueError, match="dead_zone"):
         get_scorer("sentiment-agreement", dead_zone=bad)
+
+
+def test_reporting_verbs_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="reporting_verbs"):
+        get_scorer("sentiment-agreement", reporting_verbs="no")

@@ -95,6 +95,8 @@ class SentimentConfig(ScorerConfig):
         if isinstance(self.dead_zone, bool) or not isinstance(self.dead_zone, (int, float)) or not (
                 0 <= self.dead_zone <= 2):  # NaN fails the comparison too
             raise ValueError(f"`dead_zone` must be a number in [0, 2], got {self.dead_zone!r}")
+        if not isinstance(self.reporting_verbs, bool):
+            raise ValueError(f"`reporting_verbs` must be true or false, got {self.reporting_verbs!r}")
 
 
 @register("sentiment-agreement")
