@@ -81,6 +81,19 @@ def test_everyday_quantifiers_and_posters_are_read():
     assert quantity_conflict("More than half of the posters support the ban", ban, list(posts)) is None
 
 
+def test_a_majority_claim_stating_one_reviews_detail_conflicts():
+    ratings = ("5", "4", "5", "2", "4", "1")
+    texts = ("Dries glasses well and runs quietly.", "Quiet, and the eco cycle is good value.",
+             "Clean plates every time.", "The basket wheels came off in the second month.",
+             "Quiet wash, easy to load.", "Leaked twice and the door seal smells.")
+    ex = Example("dishwasher", [Document(t, g) for t, g in zip(texts, ratings)], attribute="rating")
+    docs = list(texts)
+    # "basket" and "wheel" are in the two-star review only: "most reviewers" cannot have said it
+    assert quantity_conflict("Most reviewers say the basket wheels came off", ex, docs) == "most from one document"
+    assert quantity_conflict("One reviewer says the basket wheels came off", ex, docs) is None
+    assert quantity_conflict("Most reviewers say it is quiet", ex, docs) is None  # three reviews say so
+
+
 def test_numbers_are_facts_with_what_they_count():
     assert numbers("Two reviewers paid 300,000 euros for 2.1 kg; a four-star guest stayed twenty-five nights "
                    "and one left after 3 hundred days.") == [

@@ -468,7 +468,32 @@ def quantity_conflict(claim: str, example: Example, documents: Sequence[str]) ->
         sharing = sum(bool(words & _stems(text)) for text in documents)
         if sharing < SPREAD * len(documents):
             return "most from one document"
+    if majority and one_document_detail(claim, documents) and about_several(claim, example, documents):
+        return "most from one document"
     return None
+
+
+def one_document_detail(claim: str, documents: Sequence[str]) -> bool:
+    """Whether a majority claim's predicate states a detail of one document: at least two of its content
+    words (stemmed) occur in exactly one of the documents, the same one for all of them. A quantifier
+    inside reported speech ("another says most parents wanted ...") is not the claim's.
+
+    >>> docs = ["The basket wheels came off in month two.", "Quiet and clean.", "Dries glasses well.",
+    ...         "Good value, quiet wash."]
+    >>> one_document_detail("Most reviewers say the basket wheels came off", docs)
+    True
+    >>> one_document_detail("Most reviewers say it is quiet", docs), one_document_detail(
+    ...     "and one says most parents found the basket wheels came off", docs)
+    (False, False)
+    """
+    head = subject(claim)
+    found = MAJORITY.search(head)
+    if found is None or any(w.strip(",.;:").lower() in _REPORTING for w in head[:found.start()].split()):
+        return False
+    predicate = claim[claim.find(head) + len(head):] if head in claim else claim
+    per = [_stems(text) for text in documents]
+    single = [w for w in _stems(predicate) if sum(w in p for p in per) == 1]
+    return len(single) >= 2 and len({i for i, p in enumerate(per) if any(w in p for w in single)}) == 1
 
 
 #: Least support of the one document that states a claim about several (``concentrated``).

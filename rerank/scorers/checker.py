@@ -163,8 +163,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # 8: "rate it highly/poorly" states the labels (and, agreeing, skips the spread rule), "several" of a one-document group
     # 9: after_comma (reverted); 10: a verbatim quotation is one claim, scored by its attribution
     # (claims.quoted_source); 11: more quantifiers ("plenty of", "lots of", "a handful") and writers ("posters");
-    # 12: "a good number of", contributions as writers, the writers' noun looked for in 7 words
-    score_version = 12
+    # 12: "a good number of", contributions as writers, the writers' noun looked for in 7 words;
+    # 13: a majority claim stating one document's detail (claims.one_document_detail)
+    score_version = 13
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
