@@ -83,15 +83,19 @@ def test_everyday_quantifiers_and_posters_are_read():
 
 def test_a_majority_claim_stating_one_reviews_detail_conflicts():
     ratings = ("5", "4", "5", "2", "4", "1")
-    texts = ("Dries glasses well and runs quietly.", "Quiet, and the eco cycle is good value.",
+    texts = ("Dries glasses well after every wash.", "Quiet, and the eco cycle is good value.",
              "Clean plates every time.", "The basket wheels came off in the second month.",
              "Quiet wash, easy to load.", "Leaked twice and the door seal smells.")
     ex = Example("dishwasher", [Document(t, g) for t, g in zip(texts, ratings)], attribute="rating")
     docs = list(texts)
-    # "basket" and "wheel" are in the two-star review only: "most reviewers" cannot have said it
-    assert quantity_conflict("Most reviewers say the basket wheels came off", ex, docs) == "most from one document"
-    assert quantity_conflict("One reviewer says the basket wheels came off", ex, docs) is None
-    assert quantity_conflict("Most reviewers say it is quiet", ex, docs) is None  # three reviews say so
+    # "basket", "wheels" and "came" are in the two-star review only; "wash" is in three reviews, so the
+    # spread rule (fewer than 30% of the documents share a word) does not see it: "most" cannot have said it
+    claim = "Most reviewers say the basket wheels came off in the wash"
+    assert quantity_conflict(claim, ex, docs) == "most from one document"
+    assert quantity_conflict(claim.replace("Most reviewers say", "One reviewer says"), ex, docs) is None
+    assert quantity_conflict("Most reviewers say the wash is quiet", ex, docs) is None
+    # a quantifier inside what one writer reports is not the claim's
+    assert quantity_conflict("and one says most friends saw the basket wheels came off", ex, docs) is None
 
 
 def test_numbers_are_facts_with_what_they_count():
