@@ -47,11 +47,11 @@ the same scorer as the third and fourth (docs/reranking.md has all three tables)
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v5.jsonl
 
-``benchmarks/data/contradictions_v6.jsonl`` to ``contradictions_v27.jsonl`` are twenty-two more held-out sets of
+``benchmarks/data/contradictions_v6.jsonl`` to ``contradictions_v29.jsonl`` are twenty-four more held-out sets of
 the same form (48 pairs each, 12 more source sets each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with
 speakers or a stance, 3 post sets by sentiment, party or stance), written by hand two at a time by two hands
 beside each other and apart (from v8 on, one with source ids a-l, the other m-z), each two after the two before
-them had been run, and not run by their authors. Their constants below (``HELD_OUT_6`` ... ``HELD_OUT_27``) say
+them had been run, and not run by their authors. Their constants below (``HELD_OUT_6`` ... ``HELD_OUT_29``) say
 which set each was written after and beside; ``HELD_OUT_SETS`` lists them in the order written. Each is run as
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_vN.jsonl
@@ -123,11 +123,16 @@ HELD_OUT_25 = Path(__file__).with_name("data") / "contradictions_v25.jsonl"
 HELD_OUT_26 = Path(__file__).with_name("data") / "contradictions_v26.jsonl"
 #: A twenty-seventh held-out set, written after the twenty-fifth had been run (beside a twenty-sixth).
 HELD_OUT_27 = Path(__file__).with_name("data") / "contradictions_v27.jsonl"
+#: A twenty-eighth held-out set, written after the twenty-seventh had been run (beside a twenty-ninth).
+HELD_OUT_28 = Path(__file__).with_name("data") / "contradictions_v28.jsonl"
+#: A twenty-ninth held-out set, written after the twenty-seventh had been run (beside a twenty-eighth).
+HELD_OUT_29 = Path(__file__).with_name("data") / "contradictions_v29.jsonl"
 #: The held-out sets in the order they were written (each written without seeing the later ones).
 HELD_OUT_SETS = (HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8, HELD_OUT_9,
                  HELD_OUT_10, HELD_OUT_11, HELD_OUT_12, HELD_OUT_13, HELD_OUT_14,
                  HELD_OUT_15, HELD_OUT_16, HELD_OUT_17, HELD_OUT_18, HELD_OUT_19, HELD_OUT_20, HELD_OUT_21,
-                 HELD_OUT_22, HELD_OUT_23, HELD_OUT_24, HELD_OUT_25, HELD_OUT_26, HELD_OUT_27)
+                 HELD_OUT_22, HELD_OUT_23, HELD_OUT_24, HELD_OUT_25, HELD_OUT_26, HELD_OUT_27, HELD_OUT_28,
+                 HELD_OUT_29)
 KINDS = ("polarity", "majority", "aspect", "number", "negation", "group")
 SCORERS = ("checker", "calibrated:faithfulness", "lm-likelihood", "lm-pmi", "rouge-l-precision", "alignscore",
            "calibrated:coverage")

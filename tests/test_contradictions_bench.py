@@ -78,7 +78,8 @@ def test_second_held_out_set_is_well_formed_and_new():
 ], ids=["third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
         "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth",
         "seventeenth", "eighteenth", "nineteenth", "twentieth", "twenty-first", "twenty-second",
-        "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh"])
+        "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth", "twenty-seventh", "twenty-eighth",
+        "twenty-ninth"])
 def test_later_held_out_sets_are_well_formed_and_new(path, earlier):
     from evenhand.demo import demo_examples
     from evenhand.evaluation.text.sentences import split_sentences
