@@ -234,6 +234,17 @@ def subject(claim: str) -> str:
     return " ".join(words[:2])
 
 
+def split_subject(claim: str) -> tuple[str, str]:
+    """The claim's :func:`subject` and what follows it (its predicate, without leading spaces and commas; the
+    whole claim where the subject is not found as one run of its words).
+
+    >>> split_subject("and most speakers, say fencing costs too much")
+    ('and most speakers,', 'say fencing costs too much')
+    """
+    head = subject(claim)
+    return head, claim[claim.find(head) + len(head):].strip(" ,") if head in claim else claim
+
+
 def is_minority(claim: str) -> bool:
     """Whether the claim's subject is one or a few of its documents ("only one guest", "a minority of posts").
 
@@ -486,11 +497,10 @@ def one_document_detail(claim: str, documents: Sequence[str]) -> bool:
     ...     "and one says most parents found the basket wheels came off", docs)
     (False, False)
     """
-    head = subject(claim)
+    head, predicate = split_subject(claim)
     found = MAJORITY.search(head)
     if found is None or any(w.strip(",.;:").lower() in _REPORTING for w in head[:found.start()].split()):
         return False
-    predicate = claim[claim.find(head) + len(head):] if head in claim else claim
     per = [_stems(text) for text in documents]
     single = [w for w in _stems(predicate) if sum(w in p for p in per) == 1]
     return len(single) >= 2 and len({i for i, p in enumerate(per) if any(w in p for w in single)}) == 1
@@ -563,8 +573,7 @@ def one_writer(claim: str) -> str:
     >>> one_writer("and most speakers say fencing costs too much")
     'A reviewer say fencing costs too much'
     """
-    head = subject(claim)
-    predicate = claim[claim.find(head) + len(head):].strip(" ,") if head in claim else claim
+    predicate = split_subject(claim)[1]
     return f"{ONE_WRITER} {predicate}" if predicate else claim
 
 

@@ -52,6 +52,7 @@ def _analyzer(reporting_verbs: bool) -> Any:
     return analyzer
 
 
+@lru_cache(maxsize=4096)  # a source's documents are read once for all its candidates
 def tone(text: str, reporting_verbs: bool = False) -> float:
     """VADER's share of positive minus share of negative sentiment in ``text``, in [-1, 1].
 
