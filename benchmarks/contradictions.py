@@ -43,7 +43,7 @@ same scorer as the third.
 ``benchmarks/data/contradictions_v5.jsonl`` is a fifth held-out set of the same form (48 pairs, 12 more source
 sets, each giving 4 pairs of 4 kinds: 6 review sets, 3 debates with speakers or a stance, 3 post sets by sentiment,
 party or stance), written by hand after the fourth had been written, and not run by its author; run once, with
-the same scorer as the third and fourth (docs/reranking.md has all three tables).
+the same scorer as the third and fourth.
 
     .venv/bin/python benchmarks/contradictions.py --data benchmarks/data/contradictions_v5.jsonl
 

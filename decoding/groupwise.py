@@ -130,7 +130,7 @@ def sentence_counts(example: Example, groups: list[str], per_group: str = "one")
     """How many sentences each of ``groups`` gets: ``"one"`` (the default), one each; ``"ratio"``, its
     share of the documents' words (FairSumm's ``ratio`` target reads the sources' shares) times
     ``max(len(groups), MIN_SENTENCES)``, rounded half up, at least one. On the dev sweep ``"ratio"``
-    was no fairer by UER and its extra sentences added unsupported statements (docs/reranking.md).
+    was no fairer by UER and its extra sentences added unsupported statements (benchmarks/demo_defaults.py).
 
     >>> from evenhand.evaluation.data.schema import Document
     >>> ex = Example("x", [Document("a b c d e f", "5"), Document("g h", "1")], "rating")

@@ -18,7 +18,7 @@ adds its rows to those already there.
 
 Usage: python scripts/fair_decoding_eval.py --n 20 --datasets amazon --out runs/fair_amazon
        .venv-vllm/bin/python scripts/fair_decoding_eval.py --engine vllm --batch-size 40 --n 40 --settings plain,beta1 --out runs/fair_vllm
-(docs/fair_decoding.md has the measured tables and the commands behind them).
+(docs/fair_decoding.md has the measured table and the commands behind it).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ them, and with the compound score one praise word turned into a complaint moved 
 *towards* its source's mean; the shares do not grow with length. A fair summary of mixed
 opinions differs a little from the mean tone by construction; the dead zone lets that pass
 and counts only a clear shift. The form was chosen on the controlled summaries' dev half and
-the hand-written contradiction pairs (docs/reranking.md gives every form tried).
+the hand-written contradiction pairs (benchmarks/sentiment_forms.py measures every form tried;
+docs/reranking.md).
 
 Reporting verbs (:data:`REPORTING`: "argues", "contends", "highlights", "stresses") are taken
 out of the lexicon (VADER rates "argues" −1.6, as in quarrel): in a summary they frame who
