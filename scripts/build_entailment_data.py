@@ -49,6 +49,7 @@ from evaluation.io.atomic import atomic_open  # noqa: E402
 from evaluation.text.sentences import split_sentences  # noqa: E402
 
 NGRAM = 8
+QAGS_WORDS = 90
 FRANK_ARTICLES = "data/articles-wbertscore-json/"
 WORD = re.compile(r"\w+")
 
@@ -475,7 +476,8 @@ def compress(sentence: str, rng: random.Random) -> str | None:
     a leading adverbial or an adjective dropped (never a negation)."""
     options: list[str] = []
     for m in _TRAILING_PP.finditer(sentence):
-        options.append(sentence[: m.start()] + sentence[m.end() :])
+        if len(m.group(0).split()) <= 8:
+            options.append(sentence[: m.start()] + sentence[m.end() :])
     for m in _RELATIVE.finditer(sentence):
         options.append(sentence[: m.start()] + " " + sentence[m.end() :])
     m = _LEADING.match(sentence)
@@ -694,6 +696,58 @@ def read_rte(snap: Snapshot) -> Iterator[Pair]:
         for parts in rows:
             if len(parts) == 4 and (label := nli_label(parts[3])) is not None:
                 yield Pair(parts[1], parts[2], label, "rte", "nli")
+
+
+def read_anli(snap: Snapshot) -> Iterator[Pair]:
+    for round_ in ("r1", "r2", "r3"):
+        text = snap.read(f"anlizinganli/anli_annot_v0.2/ANLI_analysis_{round_}_dev.csv")
+        for row in csv.DictReader(io.StringIO(text)):
+            label = {"e": 1, "n": 0, "c": 0}.get(row["gold_label"].strip())
+            if label is not None:
+                yield Pair(row["context"], row["statement"], label, "anli", "nli")
+
+
+STOPWORDS = {
+    "the", "a", "an", "of", "to", "in", "on", "at", "and", "or", "is", "was", "are", "were", "be",
+    "for", "with", "by", "that", "this", "it", "he", "she", "they", "his", "her", "their", "as",
+    "from", "has", "have", "had", "will", "said", "says", "s", "t", "not", "but", "its", "who",
+}
+
+
+def evidence_window(article: str, claim: str, max_words: int) -> str:
+    """The article sentences sharing the most content words with ``claim``, in article order,
+    at most ``max_words`` words (a long document cut to what a short premise can hold)."""
+    sentences = split_sentences(article)
+    want = set(words(claim)) - STOPWORDS
+    ranked = sorted(
+        range(len(sentences)),
+        key=lambda j: (-len((set(words(sentences[j])) - STOPWORDS) & want), j),
+    )
+    chosen: list[int] = []
+    total = 0
+    for j in ranked:
+        n = len(sentences[j].split())
+        if total + n > max_words:
+            continue
+        chosen.append(j)
+        total += n
+    return " ".join(sentences[j] for j in sorted(chosen))
+
+
+def read_qags(snap: Snapshot, max_words: int) -> Iterator[Pair]:
+    """QAGS (Wang et al. 2020): summary sentences judged by three workers; supported iff 2+ say yes."""
+    for name in ("cnndm", "xsum"):
+        for line in snap.read(f"data/mturk_{name}.jsonl").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            for item in row["summary_sentences"]:
+                votes = [r["response"] for r in item["responses"]]
+                label = 1 if sum(v == "yes" for v in votes) * 2 > len(votes) else 0
+                claim = item["sentence"]
+                premise = evidence_window(row["article"], claim, max_words)
+                if premise and claim.strip():
+                    yield Pair(premise, claim, label, f"qags_{name}", "summary_human")
 
 
 # --------------------------------------------------------------------------- the synthetic generator
@@ -952,6 +1006,9 @@ LABELLED: dict[str, tuple[str, Callable[[Snapshot], Iterator[Pair]], str]] = {
                "binary FEVER-NLI (FEVER: CC BY-SA 3.0, Wikipedia)"),
     "snli": ("Deltaus/sBiMPM", read_snli, "SNLI 1.0: CC BY-SA 4.0 (repo has no licence file; a dev/test sample)"),
     "rte": ("marcwww/nlu_eval", read_rte, "GLUE RTE (RTE1-3,5 via GLUE; research use; repo has no licence file)"),
+    "anli": ("facebookresearch/anli", read_anli, "ANLI v1.0 dev rounds 1-3 (annotated copies): CC BY-NC 4.0"),
+    "qags": ("W4ngatang/qags", lambda snap: read_qags(snap, QAGS_WORDS),
+             "QAGS human judgements (CNN/DM, XSum summaries); no licence file for the data"),
 }
 DOCUMENTS: dict[str, tuple[str, Callable[[Snapshot], list[Document]], str, str]] = {
     "bbc": ("dejanbatanjac/bbc-article-classify-bert", read_bbc, "news",
@@ -973,7 +1030,7 @@ DEFAULT_EXCLUDE = (
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="output folder (train file, manifest)")
     p.add_argument("--name", default="train.jsonl", help="training file name inside --out (default train.jsonl)")
     p.add_argument("--seed", type=int, default=0)
@@ -1099,7 +1156,9 @@ def build(args: argparse.Namespace) -> dict[str, object]:
     used = Counter(p.source for p in rows)
     for entry in sources:
         if entry["kind"] == "labelled":
-            entry["rows_used"] = {s: used[s] for s in sorted(used) if s in entry["read"]}
+            read = entry["read"]
+            assert isinstance(read, dict)
+            entry["rows_used"] = {s: used[s] for s in sorted(used) if s in read}
         else:
             entry["rows_used"] = sum(n for s, n in used.items() if doc_sources.get(s) is entry)
     manifest = {
