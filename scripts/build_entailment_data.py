@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import random
@@ -45,7 +46,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from evaluation.io.atomic import atomic_open  # noqa: E402
+from evaluation.io.atomic import atomic_open, atomic_write_bytes  # noqa: E402
 from evaluation.text.sentences import split_sentences  # noqa: E402
 
 NGRAM = 8
@@ -750,6 +751,42 @@ def read_qags(snap: Snapshot, max_words: int) -> Iterator[Pair]:
                     yield Pair(premise, claim, label, f"qags_{name}", "summary_human")
 
 
+SUMMAC_DATA_COMMIT = "24b49de0cd9621d28aac01456691cc0d3765fa27"  # tingofurro/summac: data/*.json
+
+
+def read_summac(snap: Snapshot, max_words: int) -> Iterator[Pair]:
+    """Human-labelled summary sets as the SummaC repository stores them, with their documents.
+
+    FactCC and XSumFaith label single summary sentences: each is one pair. SummEval and
+    Polytope label whole summaries: a consistent summary (Polytope: no addition and no
+    inaccuracy error; omissions do not count) gives one supported pair per sentence; an
+    inconsistent one is skipped, since no file says which of its sentences is wrong.
+    """
+    for name in ("factcc", "xsumfaith", "summeval", "polytope"):
+        path = f"data/{name}.json"
+        data = json.loads(snap.read_at(SUMMAC_DATA_COMMIT, path))
+        snap.used_paths.append(f"{path}@{SUMMAC_DATA_COMMIT[:12]}")
+        for key in sorted(data):
+            row = data[key]
+            document, claim = str(row["document"]), str(row["claim"])
+            if name in ("factcc", "xsumfaith"):
+                claims, label = [claim], int(row["label"])
+            else:
+                consistent = (
+                    int(row["addition_label"]) == 1 and int(row["inaccuracy_label"]) == 1
+                    if name == "polytope"
+                    else int(row["label"]) == 1
+                )
+                if not consistent:
+                    continue
+                # lower-cased model output: split at every stop, the splitter wants capitals
+                claims, label = [c for c in re.split(r"(?<=[.!?])\s+", claim.strip()) if c], 1
+            for c in claims:
+                premise = evidence_window(document, c, max_words)
+                if premise and len(c.split()) >= 4:
+                    yield Pair(premise, c, label, f"summac_{name}", "summary_human")
+
+
 # --------------------------------------------------------------------------- the synthetic generator
 
 POSITIVE_KINDS = ("copy", "compress", "fusion", "attribution_keep")
@@ -1009,6 +1046,9 @@ LABELLED: dict[str, tuple[str, Callable[[Snapshot], Iterator[Pair]], str]] = {
     "anli": ("facebookresearch/anli", read_anli, "ANLI v1.0 dev rounds 1-3 (annotated copies): CC BY-NC 4.0"),
     "qags": ("W4ngatang/qags", lambda snap: read_qags(snap, QAGS_WORDS),
              "QAGS human judgements (CNN/DM, XSum summaries); no licence file for the data"),
+    "summac": ("tingofurro/summac", lambda snap: read_summac(snap, QAGS_WORDS),
+               "repo Apache-2.0; FactCC annotated (BSD-3-Clause), XSumFaith (CC BY 4.0), SummEval (MIT), "
+               "Polytope; documents CNN/DM and XSum"),
 }
 DOCUMENTS: dict[str, tuple[str, Callable[[Snapshot], list[Document]], str, str]] = {
     "bbc": ("dejanbatanjac/bbc-article-classify-bert", read_bbc, "news",
@@ -1145,13 +1185,15 @@ def build(args: argparse.Namespace) -> dict[str, object]:
     rows = human + kept_synth
     rng.shuffle(rows)
     out: Path = args.out
-    with atomic_open(out / args.name) as f:
-        for pair in rows:
-            f.write(json.dumps(pair.row(), ensure_ascii=False) + "\n")
+    train_bytes = "".join(json.dumps(p.row(), ensure_ascii=False) + "\n" for p in rows).encode("utf-8")
+    atomic_write_bytes(out / args.name, train_bytes)
+    frank_bytes = b""
     if frank:
-        with atomic_open(out / "frank_eval.jsonl") as f:
-            for row in frank:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        frank_bytes = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in frank).encode("utf-8")
+        frank_path = out / "frank_eval.jsonl"
+        # a reader may hold the file open: leave identical bytes in place
+        if not (frank_path.is_file() and frank_path.read_bytes() == frank_bytes):
+            atomic_write_bytes(frank_path, frank_bytes)
 
     used = Counter(p.source for p in rows)
     for entry in sources:
@@ -1163,6 +1205,7 @@ def build(args: argparse.Namespace) -> dict[str, object]:
             entry["rows_used"] = sum(n for s, n in used.items() if doc_sources.get(s) is entry)
     manifest = {
         "file": args.name,
+        "sha256": hashlib.sha256(train_bytes).hexdigest(),
         "seed": args.seed,
         "size_target": args.size,
         "rows": len(rows),
@@ -1181,7 +1224,7 @@ def build(args: argparse.Namespace) -> dict[str, object]:
             "dropped_by_origin": dict(sorted(dropped.items())),
             "dropped_total": sum(dropped.values()),
         },
-        "frank_eval": {"rows": len(frank), "labels": dict(sorted(Counter(r["label"] for r in frank).items())),
+        "frank_eval": {"file": "frank_eval.jsonl", "sha256": hashlib.sha256(frank_bytes).hexdigest(), "rows": len(frank), "labels": dict(sorted(Counter(r["label"] for r in frank).items())),
                        "splits": dict(sorted(Counter(r["split"] for r in frank).items()))} if frank else None,
     }
     manifest_name = "manifest.json" if args.name == "train.jsonl" else Path(args.name).stem.replace("train", "manifest") + ".json"
