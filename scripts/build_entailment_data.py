@@ -161,7 +161,14 @@ AUXILIARIES = (
     "is", "are", "was", "were", "has", "have", "had", "will", "would", "can", "could",
     "should", "may", "might", "must", "does", "do", "did",
 )
-_AUX = re.compile(r"\b(" + "|".join(AUXILIARIES) + r")\b(?! not\b)(?!n't)", re.IGNORECASE)
+_AUX = re.compile(
+    r"\b(" + "|".join(AUXILIARIES) + r")\b(?! not\b)(?!n't)"
+    # "have a pet", "had to leave": a main verb or a modal idiom, where "not" does not go
+    r"(?<!\bhave)(?<!\bhas)(?<!\bhad)(?<!\bdo)(?<!\bdoes)(?<!\bdid)"
+    r"|\b(?:have|has|had|do|does|did)\b(?= (?!a\b|an\b|the\b|to\b|any\b|some\b|no\b|my\b|your\b|his\b|her\b|"
+    r"their\b|our\b|its\b|this\b|that\b|it\b|them\b|lunch\b|dinner\b|breakfast\b)\w)(?! not\b)",
+    re.IGNORECASE,
+)
 _CONTRACTIONS = {
     "isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "doesn't": "does",
     "don't": "do", "didn't": "did", "can't": "can", "won't": "will", "wouldn't": "would",
@@ -380,10 +387,11 @@ REPORTING = (
     "said", "says", "told", "added", "argued", "claimed", "wrote", "noted", "explained",
     "insisted", "announced", "stated", "warned", "believes", "believed", "thinks", "complained",
 )
+_PERSON = r"[A-Z][a-z]+(?:[A-Z][a-z]+)?(?: [A-Z][a-z]+(?:[A-Z][a-z]+)?)*"  # "Alex McLeish"
 _REPORTED_BY = re.compile(
-    r"\b(?:according to|" + "|".join(REPORTING) + r")\s+(?:Mr\.? |Mrs\.? |Ms\.? |Dr\.? )?(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+    r"\b(?:according to|" + "|".join(REPORTING) + r")\s+(?:Mr\.? |Mrs\.? |Ms\.? |Dr\.? )?(?P<name>" + _PERSON + r")"
 )
-_REPORTER = re.compile(r"(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)*),?\s+(?:" + "|".join(REPORTING) + r")\b")
+_REPORTER = re.compile(r"\b(?P<name>" + _PERSON + r"),?\s+(?:" + "|".join(REPORTING) + r")\b")
 
 
 def swap_attribution(sentence: str, others: Sequence[str], rng: random.Random) -> str | None:
@@ -457,7 +465,12 @@ PREPOSITIONS = (
 )
 _TRAILING_PP = re.compile(r"(?:,\s*|\s+)(?:" + "|".join(PREPOSITIONS) + r")\s+[^,;:]{3,}?(?=[.!?]$)")
 _RELATIVE = re.compile(r",\s+(?:which|who|whose|where)\s+[^,]{3,},\s*")
-_LEADING = re.compile(r"^(?:[A-Z][a-z]+(?:\s+[^,]{1,40})?),\s+(?=[a-z])")
+OPENERS = (
+    "In", "On", "At", "After", "Before", "During", "Since", "By", "For", "With", "Despite",
+    "Yesterday", "Today", "Earlier", "Later", "Meanwhile", "However", "Last", "This", "Next",
+    "Overall", "Unfortunately", "Fortunately", "Initially", "Finally", "Also", "Still", "Then",
+)
+_LEADING = re.compile(r"^(?:" + "|".join(OPENERS) + r")\b[^,]{0,40},\s+(?=[a-z])")
 NEGATIVE_WORDS = {"not", "no", "never", "n't", "nothing", "none", "nobody", "without", "neither", "nor"}
 DROPPABLE_ADJECTIVES = {
     "big", "small", "new", "old", "beautiful", "nice", "great", "large", "local", "young",

@@ -48,6 +48,10 @@ def test_negate_removes_a_contraction_or_a_not() -> None:
 
 def test_negate_without_auxiliary_or_negation_gives_none() -> None:
     assert bed.negate("Staff greeted us warmly.", First()) is None
+    # "had" as a main verb or in "had to": no "not" after it
+    assert bed.negate("We had to leave early.", First()) is None
+    assert bed.negate("If you have a pet you can bring it.", First()) == "If you have a pet you can not bring it."
+    assert bed.negate("They have left the room.", First()) == "They have not left the room."
 
 
 def test_antonym_swaps_both_ways_keeping_case() -> None:
@@ -82,6 +86,9 @@ def test_attribution_swap_names_another_person_from_the_premise() -> None:
     got = bed.swap_attribution('"It works," said Maria Lopez.', ["Maria Lopez", "Tom Reed"], First())
     assert got == '"It works," said Tom Reed.'
     assert bed.swap_attribution("It works well.", ["Tom Reed"], First()) is None
+    # a name is a whole word: "McLeish" is neither cut to "Leish" nor replaced by itself
+    got = bed.swap_attribution('McLeish told the BBC: "We blew it."', ["Alex McLeish", "Walter Smith"], First())
+    assert got == 'Walter Smith told the BBC: "We blew it."'
 
 
 def test_invented_adjective_is_new_to_the_premise_and_fixes_the_article() -> None:
@@ -101,6 +108,11 @@ def test_invented_circumstance_is_absent_from_the_premise() -> None:
 def test_compress_drops_a_trailing_phrase_or_clause() -> None:
     assert bed.compress("The team won the cup in May.", First()) == "The team won the cup."
     assert bed.compress("The hotel, which opened in 1990, has a pool.", First()) == "The hotel has a pool."
+
+
+def test_compress_drops_only_an_adverbial_opener() -> None:
+    assert bed.compress("In the morning, the staff cleaned the lobby.", First()) == "The staff cleaned the lobby."
+    assert bed.compress("About a million lost power, and crops failed badly.", First()) is None
 
 
 def test_compress_never_drops_a_negation() -> None:
