@@ -14,7 +14,11 @@ by hand with the CLI under nltk 3.8, 3.8.1, 3.9.1, 3.9.4, 3.10.0 and 3.10.4
 import pytest
 
 from evenhand.evaluation.data.loaders import load_examples
-from evenhand.evaluation.text.fairsumm_words import _sentence_tokenizer, content_tokens, word_tokenize
+from evenhand.evaluation.text.fairsumm_words import (
+    _sentence_tokenizer,
+    content_tokens,
+    word_tokenize,
+)
 from evenhand.evaluation.text.treebank_words import treebank_words
 from tests.conftest import shared_file
 
