@@ -102,3 +102,44 @@ def test_the_servers_advice_names_flags_the_installer_uses():
 
     advised = PORTABLE_BUILD.split("'")[1].split()
     assert "-DGGML_NATIVE=OFF" in advised and set(advised) <= set(_install().LLAMA_CMAKE_ARGS.split())
+
+
+def _lock():
+    spec = importlib.util.spec_from_file_location("evenhand_tools_lock", ROOT / "tools" / "lock.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lock_runs_the_exactness_tests_before_writing(tmp_path, monkeypatch, capsys):
+    import sys
+
+    import pytest
+
+    lock = _lock()
+    venv = Path(sys.executable).parent.parent  # this test's virtualenv stands in for .lock-venv
+    exact = tmp_path / "test_exact.py"
+    monkeypatch.setattr(lock, "SHARED_DATA", tmp_path)  # present (the real one is checked below)
+    monkeypatch.setattr(lock, "EXACTNESS_TESTS", (str(exact),))
+    out = tmp_path / "lock.txt"
+    out.write_text("old lock\n")
+    monkeypatch.setattr(sys, "argv", ["lock.py", str(venv), str(out)])
+    # a metric that moved: the lock is refused and the old file kept
+    exact.write_text("def test_metric():\n    assert 0.0132 == 0.0217\n\ndef test_other():\n    pass\n")
+    with pytest.raises(SystemExit) as refused:
+        lock.main()
+    assert "test_exact::test_metric" in str(refused.value) and "test_other" not in str(refused.value).split("Failed:")[1].split(".")[0]
+    assert out.read_text() == "old lock\n"
+    # exact again: written, with the run counted
+    exact.write_text("import pytest\n\ndef test_metric():\n    pass\n\ndef test_data():\n    pytest.skip('no data')\n")
+    lock.main()
+    assert "exactness tests passed with" in capsys.readouterr().out
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("# lock.txt:") and any(line.startswith("pytest==") for line in lines)
+    # without the shared data the FairSumm tests would only skip: refused before running anything
+    with pytest.raises(SystemExit, match="need the shared data"):
+        lock.check_exactness(venv, (str(exact),), tmp_path / "absent")
+    # the real list names files that exist, the FairSumm CLI test among them
+    assert all((ROOT / t.split("::")[0]).is_file() for t in _lock().EXACTNESS_TESTS)
+    assert "tests/test_fairsumm_authors.py" in _lock().EXACTNESS_TESTS

@@ -32,9 +32,16 @@ with NLTK 3.10.4 and its data):
   ``word_tokenize`` splits sentences with), read into NLTK's own
   ``PunktSentenceTokenizer``.
 
-Tokenization (Punkt, ``NLTKWordTokenizer``) and stemming run NLTK's code from
-the installed ``nltk``: the behaviour followed is NLTK 3.10.4's (earlier
-versions split a leading apostrophe differently). Nothing is downloaded.
+Tokenization follows NLTK 3.10.4 whatever NLTK is installed (3.8 and 3.9 split a
+leading apostrophe, dashes and closing curly quotes differently, which moved 85 of the
+480 gold summaries' UER): the Treebank word tokenizer is ours
+(:mod:`~evenhand.evaluation.text.treebank_words`), and the patterns Punkt reads from
+its language variables are 3.10.4's, pinned here (:func:`_language_vars`). Punkt's
+decisions from the shipped parameters and ``PorterStemmer`` run NLTK's code: the
+stemmer's changes from 3.8 to 3.10.4 are speed-ups and a lookup that differs only for
+uppercase input (read in the releases' code; our tokens are lowercase), and Punkt gives
+the same sentences, and the whole pipeline the same content tokens, on every gold text
+under nltk 3.8, 3.8.1, 3.9.1, 3.9.4, 3.10.0 and 3.10.4. Nothing is downloaded.
 
 Data licences: WordNet 3.0 (Princeton; permissive, the notice in
 ``data/fairsumm/LICENSE-WordNet`` must accompany copies); the NLTK stop-word
@@ -52,6 +59,8 @@ import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from .treebank_words import treebank_words
 
 #: Where the shipped tables live.
 #: The package data FairSumm's word processing reads (``evaluation/data/fairsumm``).
@@ -107,107 +116,71 @@ def _sentence_tokenizer() -> Any:
     return tokenizer
 
 
-def _unguarded(pattern: Any) -> Any:
-    """The compiled pattern inside NLTK 3.10's ``nltk.redos`` timeout guard (the pattern itself elsewhere)."""
-    return getattr(pattern, "_rx", pattern)
+#: Closing quotes and brackets that Punkt moves onto the sentence before them; NLTK 3.10
+#: added the curly quotes and guillemets (3.8 and 3.9 left them to open the next sentence).
+_REALIGN = "[\"')\\]}\u2018\u2019\u201c\u201d\xab\xbb]+?(?:\\s+|(?=--)|$)"
+
+#: Characters that cannot appear within a Punkt word, ``.`` excepted (3.10 added the curly
+#: quotes and guillemets, so a period right before one still ends a sentence).
+_NON_WORD = "(?:[)\";}\\]\\*:@\\'\\({\\[\u2018\u2019\u201c\u201d\xab\xbb?!])"
 
 
 def _language_vars() -> Any:
-    """NLTK's default (English) ``PunktLanguageVars`` whose two per-text regexes skip the timeout guard.
+    """NLTK's English ``PunktLanguageVars`` with NLTK 3.10.4's patterns, whatever NLTK is installed.
 
-    Same patterns, same engine: only the guard's per-call cost goes (the guard is
-    for caller-supplied patterns; these are NLTK's fixed ones).
+    The patterns Punkt reads from its language variables changed in NLTK 3.10
+    (:data:`_REALIGN`, :data:`_NON_WORD`) and moved onto the ``regex`` engine;
+    here they are 3.10.4's, compiled with ``re``. The rest of Punkt (the
+    decisions from the shipped parameters) is NLTK's code, which gave the same
+    sentences on every gold text under 3.8 to 3.10.4 (``tests/test_fairsumm_words.py``
+    records the versions checked).
     """
     from nltk.tokenize.punkt import PunktLanguageVars
 
     class LanguageVars(PunktLanguageVars):
+        sent_end_chars = (".", "?", "!")
+        re_boundary_realignment = re.compile(_REALIGN, re.MULTILINE)
+
+        @property
+        def _re_non_word_chars(self) -> str:
+            return _NON_WORD
+
         def _word_tokenizer_re(self) -> Any:
-            return _unguarded(super()._word_tokenizer_re())
+            return _PUNKT_WORD
 
         def period_context_re(self) -> Any:
-            return _unguarded(super().period_context_re())
+            return _PUNKT_PERIOD
 
     return LanguageVars()
 
 
-#: Sentences on which :func:`_treebank` checks its steps against ``NLTKWordTokenizer.tokenize``.
-_PROBES = (
-    "\"Don't,\" she said -- it's 'great' (really) [sic]; can't / won't... $3.88 at 5 p.m.?",
-    "i'd buy 'em again!!! gonna wanna lemme... «quoted» “smart” ‘single’ <tag> {x} 10-15%",
-    "they'll've paid me... it cost $20.00, 2,000 yen & more@home #1 - ok.",
+#: Punkt's word splitter (punctuation other than the period split off): multi-character
+#: punctuation, or a run of non-space characters that may start a word up to a word end,
+#: or any single non-space character.
+_PUNKT_WORD = re.compile(
+    rf"""(
+        (?:\-{{2,}}|\.{{2,}}|(?:\.\s){{2,}}\.)
+        |
+        (?=[^\(\"\`{{\[:;&\#\*@\)}}\]\-,])\S+?
+        (?=\s|$|{_NON_WORD}|(?:\-{{2,}}|\.{{2,}}|(?:\.\s){{2,}}\.)
+            |,(?=$|\s|{_NON_WORD}|(?:\-{{2,}}|\.{{2,}}|(?:\.\s){{2,}}\.)))
+        |
+        \S
+    )""",
+    re.VERBOSE,
+)
+
+#: A potential sentence end (. ? !) and, ahead of it, either more punctuation or white
+#: space and the next token (groups ``after_tok`` and ``next_tok``).
+_PUNKT_PERIOD = re.compile(
+    rf"""[.?!](?=(?P<after_tok>{_NON_WORD}|\s+(?P<next_tok>\S+)))""", re.VERBOSE
 )
 
 
-_GROUP_REFERENCE = re.compile(r"\\(?:([1-9])(?!\d)|g<(\d+)>)")
-
-
-def _expander(template: str) -> Any:
-    """A function of a match that expands ``template`` (literal text, ``\\N``, ``\\g<N>``) as
-    ``sub`` would, or ``template`` itself when it holds anything else; an unmatched group
-    expands to "" in both. Saves parsing the template on every ``sub`` call."""
-    pieces: list[str | int] = []
-    position = 0
-    for ref in _GROUP_REFERENCE.finditer(template):
-        pieces += [template[position : ref.start()], int(ref.group(1) or ref.group(2))]
-        position = ref.end()
-    pieces.append(template[position:])
-    if len(pieces) == 1 or any(isinstance(p, str) and "\\" in p for p in pieces):
-        return template
-
-    def expand(match: Any) -> str:
-        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in pieces)
-
-    return expand
-
-
-@lru_cache(maxsize=1)
-def _treebank() -> Any:
-    """``NLTKWordTokenizer.tokenize`` (default options) as a list of its substitution steps.
-
-    The same compiled patterns, replacements and order as NLTK's method; the
-    patterns are called directly (NLTK 3.10 wraps each in ``nltk.redos``'s
-    timeout guard, which doubles the cost of these fixed, linear patterns). The
-    steps are checked against NLTK's own method on probe sentences at first use;
-    where they differ (another NLTK layout), NLTK's method is used as it is.
-    """
-    from nltk.tokenize import NLTKWordTokenizer
-
-    tokenizer = NLTKWordTokenizer()
-
-    def sub(pattern: Any) -> Any:
-        return _unguarded(pattern).sub
-
-    try:
-        head = [
-            *tokenizer.STARTING_QUOTES, *tokenizer.PUNCTUATION,
-            tokenizer.PARENS_BRACKETS, tokenizer.DOUBLE_DASHES,
-        ]
-        tail = [
-            *tokenizer.ENDING_QUOTES,
-            *[(p, r" \1 \2 ") for p in tokenizer.CONTRACTIONS2],
-            *[(p, r" \1 \2 ") for p in tokenizer.CONTRACTIONS3],
-        ]
-        first = [(sub(p), _expander(r)) for p, r in head]
-        last = [(sub(p), _expander(r)) for p, r in tail]
-    except (AttributeError, TypeError, ValueError):
-        return tokenizer.tokenize
-
-    def tokenize(text: str) -> list[str]:
-        for step, replacement in first:
-            text = step(replacement, text)
-        text = " " + text + " "
-        for step, replacement in last:
-            text = step(replacement, text)
-        return text.split()
-
-    probes = [*_PROBES, *(p.lower() for p in _PROBES)]
-    return tokenize if all(tokenize(p) == tokenizer.tokenize(p) for p in probes) else tokenizer.tokenize
-
-
 def word_tokenize(text: str) -> list[str]:
-    """``nltk.word_tokenize(text)``: Punkt English sentences, then Treebank words in each."""
-    words = _treebank()
-    return [token for sentence in _sentence_tokenizer().tokenize(text) for token in words(sentence)]
+    """``nltk.word_tokenize(text)`` as NLTK 3.10.4 runs it: Punkt English sentences, then
+    Treebank words in each (:func:`~evenhand.evaluation.text.treebank_words.treebank_words`)."""
+    return [token for sentence in _sentence_tokenizer().tokenize(text) for token in treebank_words(sentence)]
 
 
 @lru_cache(maxsize=1)
