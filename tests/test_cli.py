@@ -140,7 +140,7 @@ def test_demo_table_and_csv(tmp_path):
 
     block = format_scores(Composite, rows[0]["scores"])
     selection, checks = block.split("independent checks (not used to select)")
-    assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
+    assert "alignscore×2" in selection and "evenhand better" not in selection and "plain better" not in selection
     assert "  alignscore" + " " * 28 + "0.200    0.900       +0.700\n" in selection  # kept minus plain
     assert "scales: alignscore 0-1, higher is better" in selection  # its range, from the legend, once
     assert "  ROUGE-L F1 vs references              0.300    0.350   (evenhand better)" in checks
