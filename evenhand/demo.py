@@ -500,8 +500,8 @@ def evenhand_summary(
 
 
 def _side_by_side(left: str, right: str, width: int = 44) -> str:
-    a = textwrap.wrap(left, width) or [""]
-    b = textwrap.wrap(right, width) or [""]
+    a = textwrap.wrap(left, width, break_on_hyphens=False) or [""]
+    b = textwrap.wrap(right, width, break_on_hyphens=False) or [""]
     n = max(len(a), len(b))
     a += [""] * (n - len(a))
     b += [""] * (n - len(b))
@@ -529,7 +529,10 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, Any]]], 
     weights = ", ".join(
         f"{n}×{w:g}" for n, w in zip(composite.config.names, composite.config.weight_list)
     )
-    rows = [k for k in scores["plain"]["selection"] if k != "composite"]
+    plain, kept_scores = scores["plain"]["selection"], scores["evenhand"]["selection"]
+    rows = [k for k in plain if k != "composite"  # a floor equal to a component (same scorer, same text): once
+            and not (k.startswith("floor ") and _legend_key(k) in plain
+                     and (plain[k], kept_scores[k]) == (plain[_legend_key(k)], kept_scores[_legend_key(k)]))]
     lines = [
         "  selection scores (they picked the evenhand summary: no evidence that it is better)",
         f"  {'':34s} {'plain':>8s} {'evenhand':>8s} {'kept - plain':>12s}",
@@ -537,9 +540,10 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, Any]]], 
     for key in rows:
         p, f = scores["plain"]["selection"][key], scores["evenhand"]["selection"][key]
         lines.append(f"  {key:34s} {_num(p)} {_num(f)} {_diff(p, f)}")
-    lines.append("  " + legend_line([_legend_key(k) for k in rows]))
-    ranked = f" over the set's {candidates} candidates" if candidates else " within the candidate set"
-    lines.append(f"  kept by composite({weights}), min-max{ranked}: its values rank, not measure, so not shown")
+    lines += _wrapped(legend_line([_legend_key(k) for k in rows]))
+    ranked = f"first of {candidates} candidates" if candidates else "first of its candidates"
+    lines += _wrapped(f"kept: {ranked} on composite({weights}); min-max within the set, so its values rank "
+                      "rather than measure and are not printed")
     lines += ["  independent checks (not used to select)", f"  {'':34s} {'plain':>8s} {'evenhand':>8s}"]
     for key, value in scores["plain"]["checks"].items():
         label = CHECKS.get(key, key)
@@ -551,8 +555,13 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, Any]]], 
         if key in TARGETED.get(kept, ()):
             note = f"{note}; {TARGETED_NOTE}" if note else TARGETED_NOTE
         lines.append(f"  {label:34s} {_num(p)} {_num(f)}" + (f"   ({note})" if note else ""))
-    lines.append("  " + legend_line(scores["plain"]["checks"]))
+    lines += _wrapped(legend_line(scores["plain"]["checks"]))
     return "\n".join(lines)
+
+
+def _wrapped(text: str, width: int = 100) -> list[str]:
+    """``text`` indented by two spaces and wrapped at ``width``, continuation lines by four."""
+    return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
 def format_groups(scores: dict[str, dict[str, Any]], backend: str, width: int = 100) -> str:
@@ -637,7 +646,7 @@ def format_table(table: list[dict[str, Any]], kept: list[str] | None = None) -> 
         lines.append(f"  {label} ({better} is better): mean plain {mean_p:.3f}, evenhand {mean_f:.3f}; "
                      f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets"
                      + (f" ({targeted} sets: {TARGETED_NOTE})" if targeted else ""))
-    lines.append("  " + legend_line(columns_keys(columns)))
+    lines += _wrapped(legend_line(columns_keys(columns)))
     return "\n".join(lines)
 
 
@@ -831,7 +840,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         print("\n== all examples\n" + format_table(table, kept_recipes))
     picked = [{"candidates": r["candidates"], "best_index": i, "best_score": r["candidates"][i]["score"]}
               for r in rows for i in [next(k for k, c in enumerate(r["candidates"]) if c.get("kept"))]]
-    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else ()):
+    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else (), gain=False):
         print(line)
     print(textwrap.fill(f"scorers: {BACKEND}", 100, subsequent_indent="  "))
     if args.out:

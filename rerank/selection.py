@@ -23,16 +23,19 @@ def wins(records: Sequence[dict[str, Any]]) -> Counter[str]:
     return Counter(str(r["candidates"][r["best_index"]]["recipe"]) for r in records)
 
 
-def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str] = ()) -> list[str]:
+def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str] = (), gain: bool = True) -> list[str]:
     """The lines a command prints after reranking ``records`` (``Reranker.rerank``'s records).
 
-    ``candidates``: the recipes offered, so a source that never won is listed with 0.
+    ``candidates``: the recipes offered, so a source that never won is listed with 0. ``gain=False``
+    leaves out the composite's gain over plain (the demo prints each component's kept minus plain).
     """
     n = len(records)
     counted = wins(records)
     order = [*dict.fromkeys([*candidates, *sorted(counted)])]
     won = ", ".join(f"{'plain beam search' if name == PLAIN else name} {counted.get(name, 0)}" for name in order)
     lines = [f"kept (of {n} examples): {won}"]
+    if not gain:
+        return lines + floor_lines(records)
     has_plain = [r for r in records if any(c["recipe"] == PLAIN for c in r["candidates"])]
     changed = [r for r in has_plain if r["candidates"][r["best_index"]]["recipe"] != PLAIN]
     if has_plain and not changed:

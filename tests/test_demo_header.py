@@ -118,14 +118,16 @@ def test_every_printed_score_lies_on_its_legends_scale_with_one_legend_line_per_
               "evenhand": _side(2.905, -0.031, -0.08, -2.41, 0.24)}
     block = format_scores(_Composite, scores, "beam+quote", 4)
     printed = _printed_scores(block)
-    assert len(printed) == 2 * (6 + 4)  # six selection rows and four checks, both columns
+    assert len(printed) == 2 * (5 + 4)  # five selection rows and four checks, both columns
+    assert "floor calibrated:coverage" not in block  # the same scorer on the same text as its component: once
+    assert "floor fluency" in block and "floor checker" in block
     for key, value in printed:
         found = meaning(key)
         assert found is not None and printable(key, value), (key, value, found)
     assert any(meaning(k).unbounded for k, _ in printed)  # the fits say so instead of "~0-1"
     assert block.count("scales:") == 2 and "[" not in block  # one legend line per block, none per row
     assert "composite   " not in block and "1.000" not in block  # min-max values are not printed
-    assert "over the set's 4 candidates" in block
+    assert "kept: first of 4 candidates on composite(calibrated:coverage×1," in block
     assert "calibrated:coverage                   2.787    2.905       +0.118" in block  # kept minus plain
     assert "(evenhand better; the kept quote was chosen to lower it: no evidence)" not in block  # a tie on UER
     assert "(tie; the kept quote was chosen to lower it: no evidence)" in block
