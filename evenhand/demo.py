@@ -602,6 +602,9 @@ def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: Printed headers of the table's columns (the CSV keeps the column names).
+_HEADS = {"rouge_l_f1_plain": "ROUGE-L plain", "rouge_l_f1_evenhand": "evenhand",
+          "fairsumm_uer_plain": "UER plain", "fairsumm_uer_evenhand": "evenhand"}
 #: Table columns not printed: the composite is min-max within each set (it ranks, it does not measure) and
 #: the fluency floor is a selection score; both stay in the CSV.
 _UNPRINTED = ("composite_", "fluency_", "groups")
@@ -617,11 +620,14 @@ def format_table(table: list[dict[str, Any]], kept: list[str] | None = None) -> 
     kept_width = max(len("kept"), *(len(x) for x in labels)) if any(labels) else 0
     covered = "groups_covered_plain" in table[0]
 
-    def cell(r: dict[str, Any], c: str) -> str:
-        return _num(r[c], max(len(c), 8))
+    def head(c: str) -> str:
+        return _HEADS.get(c, c)
 
-    head = f"  {'example':<{width}} " + (f"{'kept':<{kept_width}} " if kept_width else "")
-    lines = [head + " ".join(f"{c:>{max(len(c), 8)}}" for c in columns)
+    def cell(r: dict[str, Any], c: str) -> str:
+        return _num(r[c], max(len(head(c)), 8))
+
+    first = f"  {'example':<{width}} " + (f"{'kept':<{kept_width}} " if kept_width else "")
+    lines = [first + " ".join(f"{head(c):>{max(len(head(c)), 8)}}" for c in columns)
              + ("  groups covered plain, evenhand" if covered else "")]
     for r, label in zip(table, labels):
         row = f"  {r['id']:<{width}} " + (f"{label:<{kept_width}} " if kept_width else "")
