@@ -5,8 +5,16 @@ from __future__ import annotations
 import math
 
 from evenhand.evaluation.data.schema import Document, Example
-from evenhand.evaluation.scoring.legend import HIGHER, LOWER, legend_lines, meaning
+from evenhand.evaluation.scoring.legend import HIGHER, LOWER, Meaning, legend_lines
+from evenhand.evaluation.scoring.legend import meaning as _meaning
 from evenhand.evaluation.scoring.report import EvaluationReport, format_corpus
+
+
+def meaning(column: str) -> Meaning:
+    """The legend's meaning of a column evenhand knows (these tests ask only for known ones)."""
+    found = _meaning(column)
+    assert found is not None, column
+    return found
 
 
 def test_known_columns_have_direction_and_range():
@@ -17,7 +25,7 @@ def test_known_columns_have_direction_and_range():
     # a linear fit leaves its target's 0-1 on the demo's sets (2.8, -0.04): its legend says unbounded
     assert meaning("calibrated:coverage").unbounded and meaning("calibrated:coverage").range.startswith("unbounded")
     assert meaning("calibrated:faithfulness").unbounded and meaning("calibrated:my.json").unbounded
-    assert meaning("mint_p3").arrow == "descriptive" and meaning("my-scorer") is None
+    assert meaning("mint_p3").arrow == "descriptive" and _meaning("my-scorer") is None
     assert meaning("sentiment-agreement").short() == "-2-0 (0 = the source's tone), higher is better"
     assert meaning("checker").direction == HIGHER
     assert legend_lines(["mint", "mint", "my-scorer"]) == [
