@@ -217,7 +217,7 @@ class Reranker:
         ``on_recipe(name)`` is called as each sampler starts (default: its step of ``progress_parts``
         on the innermost progress bar)."""
         from ..decoding.generate import generate
-        from ..evaluation.io.progress import report_part
+        from ..evaluation.io.progress import report_part, report_status
 
         plan = self.config.plan()
         out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
@@ -230,6 +230,7 @@ class Reranker:
                 on_recipe(recipe)
             else:
                 report_part(r, parts)
+                report_status(f"sampling ({recipe})")
             repeated = [ex for ex in examples for _ in slots]
             texts = generate(
                 self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False,
@@ -262,7 +263,8 @@ class Reranker:
         records = []
         examples = list(examples)
         todo = sum(store is None or not store.done(ex.id) for ex in examples)
-        with Progress(todo, "rerank", "ex", disable=not progress) as bar:  # per example, with an estimate
+        # per example, with an estimate; each step named, the line redrawn while a step is silent
+        with Progress(todo, "rerank", "ex", disable=not progress, heartbeat=10.0) as bar:
             for ex in examples:
                 if store is not None and store.done(ex.id):
                     records.append(store.records[ex.id])
@@ -292,13 +294,14 @@ class Reranker:
 
     def rerank_one(self, example: Example) -> dict[str, Any]:
         """The record of one example (see ``rerank``)."""
-        from ..evaluation.io.progress import report_part
+        from ..evaluation.io.progress import report_part, report_status
 
         candidates = self.candidates([example])[0]
         parts = self.progress_parts()
         first = len(self.config.recipe_list)  # the plain beam, then scoring, then each floor
         if self.config.floors:
             report_part(first, parts)
+            report_status("plain beam search")
             candidates.append(self.plain_candidate(example, len(candidates)))
         if self.config.quote:  # the plain summary + one attributed quote (no decoding; WRITING_FLOORS read plain)
             from ..decoding.quote import quote_candidate
@@ -308,10 +311,12 @@ class Reranker:
             if quoted is not None:
                 candidates.append(quoted)
         steps = ["scoring", *self.config.floors]
-        best = score_and_select(
-            example, candidates, self.scorer, self.config.floors, self.floor_scorers,
-            on_step=lambda step: report_part(first + bool(self.config.floors) + steps.index(step), parts),
-        )
+
+        def on_step(step: str) -> None:
+            report_part(first + bool(self.config.floors) + steps.index(step), parts)
+            report_status(step if step == "scoring" else f"floor {step}")
+
+        best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers, on_step)
         return {
             "id": example.id,
             "summary": candidates[best]["text"],

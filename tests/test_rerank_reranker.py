@@ -243,7 +243,7 @@ def test_rerank_fair_beam_without_floors_exits_2(tmp_path, capsys):
     assert rc == 2 and not out.exists() and "\n" not in err and "--floors" in err
 
 
-def test_rerank_progress_moves_through_every_step_and_reaches_the_end_only_when_done(monkeypatch):
+def test_rerank_progress_moves_through_every_step_and_reaches_the_end_only_when_done(monkeypatch, capsys):
     """Each sampler, the plain beam, the scoring and each floor is a step of the example's bar (issue 49)."""
     import evenhand.decoding.generate as generating
     from evenhand.evaluation.io import progress
@@ -281,3 +281,4 @@ def test_rerank_progress_moves_through_every_step_and_reaches_the_end_only_when_
     starts = [next(shown for p, shown, _ in seen if p == phase) for phase in phases]
     assert starts == pytest.approx([i / 7 for i in range(7)])  # one seventh of the example per step
     assert all(shown < total for _, shown, total in seen)
+    assert "floor checker" in capsys.readouterr().err  # each step named on the line

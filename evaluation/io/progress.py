@@ -179,6 +179,14 @@ def report_part(index: int, parts: int) -> None:
         bar.fraction(0.0)
 
 
+def report_status(text: str) -> None:
+    """Name the step the innermost open bar's work is in (``Progress.status``); no bar: nothing."""
+    with _LOCK:
+        bar = _OPEN[-1] if _OPEN else None
+    if bar is not None:
+        bar.status(text)
+
+
 def end_line(close_all: bool = False) -> None:
     """End any half-drawn progress line, so the next message starts a line of its own.
 
