@@ -148,16 +148,18 @@ def quoted_summary(example: Example, summary: str, fairness: Fairness = "ratio")
     >>> quoted_summary(ex, "Reviewers say the tent stayed dry.")
     'Reviewers say the tent stayed dry. The one-star reviewer wrote: "The zipper broke on the second night out."'
     """
-    found = quote_sentence(example, summary, fairness)
-    if found is None:
-        return None
-    _, group, sentence = found
-    return _joined(_ending(summary), attribution(example, group), sentence)
+    found = quote_candidate(example, summary, fairness)
+    return None if found is None else found["text"]
 
 
 def quote_candidate(example: Example, plain: str, fairness: Fairness = "ratio", index: int = 0) -> dict[str, Any] | None:
     """The reranking candidate of recipe ``QUOTE_RECIPE`` built on the plain summary ``plain``, or None
-    (``quoted_summary``): ``{"text", "recipe", "index", "written"}``, ``written`` being the plain summary,
-    what the model wrote (the floors on writing read it: ``rerank.reranker.WRITING_FLOORS``)."""
-    text = quoted_summary(example, plain, fairness)
-    return None if text is None else {"text": text, "recipe": QUOTE_RECIPE, "index": index, "written": plain}
+    (``quoted_summary``): ``{"text", "recipe", "index", "written", "quoted_group"}``, ``written`` being the
+    plain summary, what the model wrote (the floors on writing read it: ``rerank.reranker.WRITING_FLOORS``),
+    ``quoted_group`` the group of the quoted sentence's writer."""
+    found = quote_sentence(example, plain, fairness)
+    if found is None:
+        return None
+    _, group, sentence = found
+    text = _joined(_ending(plain), attribution(example, group), sentence)
+    return {"text": text, "recipe": QUOTE_RECIPE, "index": index, "written": plain, "quoted_group": group}

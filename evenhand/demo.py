@@ -30,22 +30,34 @@ prints them side by side:
   it, the plain summary is kept and both columns agree. The LLM judges are
   left out: SmolLM2-135M as a judge does not track the ground truth.
 
-Under each pair of summaries two blocks of scores, for both columns:
+What the demo prints (issue 49: what actually happened, at a glance):
 
-- **selection scores**: the composite's components (whatever ``scorers`` names),
-  the composite itself (min-max normalized over the evenhand candidates, the
-  plain summary among them) and the floors' scores (``floor fluency``...). They
-  picked the evenhand summary, so they are no evidence that it is better, and
-  the demo never names a winner on them;
-- **independent checks (not used to select)**: ROUGE-L F1 against the example's
-  reference summaries (best over references, stemmed), FairSumm UER (N-gram
-  target, lower is fairer), MINT abstractiveness and the length in words. Where the kept
-  candidate was built to improve a check (``TARGETED``: the quote lowers UER by construction),
-  that check's line says it is no evidence.
+- **one short first line** (``settings_line``: model, settings, how many candidates); the reasons
+  for the defaults (``DEFAULTS_WHY``) and the scorers' backends print with ``--explain``;
+- **per set, a header naming the kept candidate and how it was made** (``kept_header``:
+  ``EVENHAND — kept: plain + quote from a one-star reviewer``, ``kept: plain (no candidate beat it
+  under the floors)``, ``kept: fair beam β=3``) and, in one line, the candidates that lost and why
+  (``not_kept_line``: ``fair beam β=1, β=3: below the coverage and checker floors``);
+- **selection scores**: the composite's components (whatever ``scorers`` names) and the floors'
+  scores (``floor fluency``...) of plain and kept, with kept minus plain. They picked the evenhand
+  summary, so they are no evidence that it is better, and the demo never names a winner on them.
+  The composite itself is min-max normalized over the set's 3-5 candidates, so its values are not
+  printed (a one-sentence difference reads as 0 vs 1): the line says which candidate it ranked first;
+- **independent checks (not used to select)**: ROUGE-L F1 against the example's reference
+  summaries (best over references, stemmed), FairSumm UER (N-gram target, lower is fairer), MINT
+  abstractiveness and the length in words. Where the kept candidate was built to improve a check
+  (``TARGETED``: the quote lowers UER by construction), that check's line says it is no evidence;
+- **groups covered**, next to UER: for each group whether the summary states one of its points
+  (``rerank.group_coverage``, on Equal Coverage's backend, named).
 
-``--example all`` ends with one row per example (selection composite and
-fluency floor, ROUGE-L and UER of both columns); ``--out`` writes the full results as JSONL and that table as CSV
-(same name, ``.csv``), both atomically.
+Each block has one ``scales:`` line from ``evaluation.scoring.legend`` (every value printed lies in
+its range, or the range says unbounded). Each set's progress bar counts its steps (each candidate's
+decoding, the scoring, each floor, the checks), says which one runs, and is redrawn at least every
+``HEARTBEAT`` seconds.
+
+``--example all`` ends with one row per example (the kept candidate, ROUGE-L, UER and groups
+covered of both columns); ``--out`` writes the full results as JSONL and a table as CSV (same name,
+``.csv``; with the selection composite and fluency floor too), both atomically.
 """
 
 from __future__ import annotations
@@ -54,6 +66,7 @@ import argparse
 import dataclasses
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -66,7 +79,7 @@ from evenhand.evaluation.data.configs import coerce_lists
 from evenhand.evaluation.data.loaders import load_jsonl
 from evenhand.evaluation.data.schema import Example
 from evenhand.evaluation.errors import DataError
-from evenhand.evaluation.scoring.legend import meaning
+from evenhand.evaluation.scoring.legend import legend_line, meaning
 from evenhand.rerank.reranker import DEFAULT_FLOORS, DEFAULT_SCORERS
 
 
@@ -167,20 +180,61 @@ GROUPWISE_RECIPE = "group-wise"
 INTERLEAVED_RECIPE = "beam+interleaved"
 
 
-def settings_line(config: DemoConfig) -> str:
-    """The one line that says which settings the evenhand column used and why."""
-    floors = ",".join(f"{k}={v:g}" for k, v in config.floors.items()) or "none"
+def candidate_count(config: DemoConfig) -> int:
+    """How many candidates the evenhand column reranks at most, plain included (the quote joins only
+    where a group falls short of its share; on an engine without fair beam search one greedy candidate
+    replaces the fair beams)."""
+    return (len(config.fair_beams) + (config.fair_prompt is not None) + config.groupwise + config.interleave
+            + config.quote + config.candidates + 1)
+
+
+def settings_line(config: DemoConfig, model: str = "smollm2-135m-instruct") -> str:
+    """The first line: the model, the evenhand column's settings and how many candidates (for the
+    defaults under 160 characters); why these defaults: ``explain_text`` (``evenhand demo --explain``).
+
+    >>> settings_line(DemoConfig())
+    'evenhand demo: smollm2-135m-instruct; no λ, α=3, fair beam β∈{1,3} + quote; up to 4 candidates with plain; floors fluency,coverage,checker; why: --explain'
+    """
+    extras = [name for name, on in ((f"fair prompt {config.fair_prompt}", config.fair_prompt is not None),
+                                    (GROUPWISE_RECIPE, config.groupwise), ("interleaved", config.interleave),
+                                    ("quote", config.quote)) if on]
+    floors = ",".join(floor_name(k) for k in config.floors) or "none"
     betas = ",".join(f"{b:g}" for b in config.fair_beams)
-    prompt = (f"fair prompt {config.fair_prompt!r} (+ {prompted_beam_recipe(config.fair_prompt)}), "
+    if config.candidates:
+        extras.append(f"{config.candidates} samples")
+    return (f"evenhand demo: {Path(model).name or model}; {steering_label(config)}, "
+            f"α={config.fairness_strength:g}, fair beam β∈{{{betas}}}" + "".join(f" + {e}" for e in extras)
+            + f"; {'up to ' if config.quote else ''}{candidate_count(config)} candidates with plain; "
+            f"floors {floors}; why: --explain")
+
+
+def floor_name(name: str) -> str:
+    """A floor as a reader names it: ``calibrated:coverage`` -> ``coverage``."""
+    return name.rpartition(":")[2]
+
+
+def explain_text(config: DemoConfig) -> str:
+    """What ``evenhand demo --explain`` prints: how the evenhand column is made and why these defaults."""
+    floors = ", ".join(f"{k} (margin {v:g})" for k, v in config.floors.items()) or "none"
+    prompt = (f"plain beam search under the fair prompt {config.fair_prompt!r} ({prompted_beam_recipe(config.fair_prompt)}); "
               if config.fair_prompt is not None else "")
-    groupwise = f"+ {GROUPWISE_RECIPE} candidate, " if config.groupwise else ""
-    interleaved = f"+ {INTERLEAVED_RECIPE} candidate, " if config.interleave else ""
-    quoted = f"+ {QUOTE_RECIPE} candidate, " if config.quote else ""
-    return (f"evenhand settings: {steering_label(config)}, α={config.fairness_strength:g}, "
-            f"fair beam β∈{{{betas}}}, {prompt}{groupwise}{interleaved}{quoted}{config.candidates} sampled candidates + "
-            "plain, "
-            f"floors {floors}; "
-            f"why: {DEFAULTS_WHY}")
+    parts = [
+        f"How the EVENHAND column is made: candidates from fairness-aware beam search ({steering_label(config)}, "
+        f"group-coverage bonus α={config.fairness_strength:g}, fair beam β in "
+        f"{', '.join(f'{b:g}' for b in config.fair_beams)}, FairSumm target {config.fairness!r}); {prompt}"
+        + (f"the group-wise summary ({GROUPWISE_RECIPE}); " if config.groupwise else "")
+        + (f"plain beam search over the documents interleaved by group ({INTERLEAVED_RECIPE}); "
+           if config.interleave else "")
+        + (f"the plain summary + one verbatim, attributed quote from a group it shortchanges ({QUOTE_RECIPE}); "
+           if config.quote else "")
+        + f"{config.candidates} sampled candidates; and the plain summary itself. The composite "
+        f"({', '.join(config.scorers)}; min-max within the set) keeps the best candidate that no floor excludes: "
+        f"a candidate scoring below plain by more than the margin on {floors} cannot win. The header of each "
+        "set names the kept candidate; when it is plain, both columns agree.",
+        f"Why these defaults: {DEFAULTS_WHY}.",
+        f"Backends: {BACKEND}.",
+    ]
+    return "\n\n".join(textwrap.fill(part, 100) for part in parts)
 
 
 #: How the demo's model-backed scores are computed offline.
@@ -196,13 +250,15 @@ TARGETED: dict[str, frozenset[str]] = {QUOTE_RECIPE: frozenset({"fairsumm_uer"})
 #: What the demo says beside a targeted check.
 TARGETED_NOTE = "the kept quote was chosen to lower it: no evidence"
 
-#: The independent checks: key -> (label, "higher"/"lower" is better, or None: no better/worse).
-CHECKS: dict[str, tuple[str, str | None]] = {
-    "rouge_l_f1": ("ROUGE-L F1 vs references", "higher"),
-    "fairsumm_uer": ("FairSumm UER (N-gram)", "lower"),
-    "mint": ("MINT abstractiveness", None),
-    "words": ("length (words)", None),
+#: The independent checks: key -> label (range and direction: ``evaluation.scoring.legend``).
+CHECKS: dict[str, str] = {
+    "rouge_l_f1": "ROUGE-L F1 vs references",
+    "fairsumm_uer": "FairSumm UER (N-gram)",
+    "mint": "MINT abstractiveness",
+    "words": "length (words)",
 }
+#: Seconds a demo set's progress line may stay silent before it is redrawn (with its elapsed time).
+HEARTBEAT = 10.0
 
 
 def rouge_l_f1(summary: str, references: list[str]) -> float:
@@ -234,6 +290,90 @@ def selection_scores(candidate: dict[str, Any]) -> dict[str, float]:
     return {**candidate["components"], "composite": candidate["score"], **floors}
 
 
+def candidate_label(candidate: dict[str, Any], example: Example) -> str:
+    """How a candidate was made, in words: ``plain``, ``plain + quote from a one-star reviewer``,
+    ``fair beam β=3``, ``sampled (nucleus)``, ``plain under the 'labels' fair prompt``...
+
+    >>> from evenhand.evaluation.data.schema import Document
+    >>> ex = Example("x", [Document("a", "1"), Document("b", "5")], "rating")
+    >>> candidate_label({"recipe": "beam+quote", "quoted_group": "1"}, ex), candidate_label({"recipe": "fair-beam β=3"}, ex)
+    ('plain + quote from a one-star reviewer', 'fair beam β=3')
+    """
+    from evenhand.rerank.reranker import RECIPES
+
+    recipe = str(candidate["recipe"])
+    if recipe == "beam":
+        return "plain"
+    if recipe == QUOTE_RECIPE:
+        group = candidate.get("quoted_group")
+        if group is None:
+            return "plain + one quote"
+        from evenhand.decoding.groupwise import group_phrase
+
+        who = group_phrase(example, str(group), 1)
+        if who.startswith("The "):
+            rest = who[len("The "):]
+            vowel = rest[:1].lower() in ("a", "e", "i", "o") and not rest.lower().startswith("one")
+            who = ("an " if vowel else "a ") + rest  # a one-star reviewer, an opponent
+        return f"plain + quote from {who}"
+    if recipe.startswith("fair-beam "):
+        return "fair beam " + recipe[len("fair-beam "):]
+    if recipe == GROUPWISE_RECIPE:
+        return "group-wise (one sentence per group)"
+    if recipe == INTERLEAVED_RECIPE:
+        return "plain over documents interleaved by group"
+    if recipe.startswith("beam+"):
+        return f"plain under the {recipe[len('beam+'):]!r} fair prompt"
+    if recipe in RECIPES:
+        return f"sampled ({recipe})"
+    return recipe
+
+
+def kept_candidate(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The candidate marked ``kept``."""
+    return next(c for c in candidates if c.get("kept"))
+
+
+def kept_header(candidates: list[dict[str, Any]], example: Example) -> str:
+    """The right column's header: ``EVENHAND — kept: fair beam β=3``; when plain is kept, why."""
+    kept = kept_candidate(candidates)
+    head = f"EVENHAND — kept: {candidate_label(kept, example)}"
+    if kept["recipe"] != "beam":
+        return head
+    others = [c for c in candidates if c is not kept]
+    if not others:
+        return f"{head} (no other candidate)"
+    if all(not c.get("eligible", True) for c in others):
+        return f"{head} (every other candidate fell below a floor)"
+    return f"{head} (no candidate beat it under the floors)"
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def not_kept_line(candidates: list[dict[str, Any]], example: Example) -> str:
+    """The candidates that lost, in one line, grouped by why: ``fair beam β=1, β=3: below the coverage
+    and checker floors; plain: ranked lower by the composite``."""
+    reasons: dict[str, list[str]] = {}
+    for c in candidates:
+        if c.get("kept"):
+            continue
+        below = c.get("below") or []
+        reason = (f"below the {_and([floor_name(n) for n in below])} floor{'s' if len(below) > 1 else ''}"
+                  if below else "ranked lower by the composite")
+        reasons.setdefault(reason, []).append(candidate_label(c, example))
+    if not reasons:
+        return "not kept: none (one candidate)"
+    parts = []
+    for reason, labels in reasons.items():
+        beams = [label[len("fair beam "):] for label in labels if label.startswith("fair beam ")]
+        rest = [label for label in labels if not label.startswith("fair beam ")]
+        named = ([f"fair beam {', '.join(beams)}"] if beams else []) + rest
+        parts.append(f"{', '.join(named)}: {reason}")
+    return "not kept: " + "; ".join(parts)
+
+
 def _pick(examples: list[Example], name: str) -> list[Example]:
     if name == "all":
         return examples
@@ -244,15 +384,40 @@ def _pick(examples: list[Example], name: str) -> list[Example]:
     return chosen
 
 
+def set_steps(config: DemoConfig, steers: bool, engine_kind: str = "") -> list[str]:
+    """The steps of one demo set, in order, as its progress line names them: the plain summary, each
+    candidate's decoding (``evenhand_candidates``), the scoring, each floor, the checks."""
+    from evenhand.rerank.reranker import RerankConfig
+
+    decode = ([f"decoding fair beam β={b:g}" for b in config.fair_beams] if steers
+              else [f"decoding greedy {steering_label(config)}+α ({engine_kind})"])
+    sampled = [*dict.fromkeys(RerankConfig(candidates=config.candidates).plan())] if config.candidates > 0 else []
+    return [
+        "decoding plain beam search", *decode,
+        *([f"decoding {prompted_beam_recipe(config.fair_prompt)}"] if config.fair_prompt is not None else []),
+        *([f"decoding {GROUPWISE_RECIPE}"] if config.groupwise else []),
+        *([f"decoding {INTERLEAVED_RECIPE}"] if config.interleave else []),
+        *(["choosing the quote"] if config.quote else []),
+        *[f"sampling ({r})" for r in sampled],
+        "scoring the candidates", *[f"floor {n}" for n in config.floors],
+        "independent checks and groups covered",
+    ]
+
+
+def _no_step(name: str) -> None:
+    """The default step callback: nothing shown."""
+
+
 def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
+    step: Callable[[str], None] = _no_step,
 ) -> list[dict[str, Any]]:
     """The evenhand column's candidates, unscored: fair beam per β, with ``config.fair_prompt`` plain
     beam search under that prompt (``prompted_beam_recipe``), with ``config.groupwise`` the group-wise
     summary (``GROUPWISE_RECIPE``, ``decoding.groupwise``), with ``config.interleave`` plain beam search
     over the documents interleaved by group (``INTERLEAVED_RECIPE``), and N sampled candidates under the
     constraints (and the fair prompt), then the plain summary (recipe ``beam``); each
-    ``{"text", "recipe", "index"}``."""
+    ``{"text", "recipe", "index"}``. ``step(name)`` is called as each step starts (``set_steps``' names)."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.rerank.reranker import RerankConfig, Reranker
@@ -267,14 +432,17 @@ def evenhand_candidates(
     # (λ, α) that the demo's fair-beam candidates carry: greedy λ + α there instead
     steers = model.capabilities.beam_with_raising_processors
     if not steers:
+        step(f"decoding greedy {steering_label(config)}+α ({model.kind})")
         text = generate(model, tokenizer, [example], GenerateConfig(num_beams=1, **shared), progress=False)[0]
         candidates.append({"text": text, "recipe": f"greedy {steering_label(config)}+α ({model.kind})",
                            "index": 0})
     for beta in config.fair_beams if steers else ():
+        step(f"decoding fair beam β={beta:g}")
         beam = GenerateConfig(num_beams=4, fair_beam=beta, **shared)
         text = generate(model, tokenizer, [example], beam, progress=False)[0]
         candidates.append({"text": text, "recipe": f"fair-beam β={beta:g}", "index": len(candidates)})
     if config.fair_prompt is not None:  # reads like plain, asked to be fair (engines without fair beams too)
+        step(f"decoding {prompted_beam_recipe(config.fair_prompt)}")
         prompted = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4,
                                   fair_prompt=config.fair_prompt)
         text = generate(model, tokenizer, [example], prompted, progress=False)[0]
@@ -283,18 +451,21 @@ def evenhand_candidates(
     if config.groupwise:  # one sentence per group, plain beam search over its documents (any engine)
         from evenhand.decoding.groupwise import groupwise_summary
 
+        step(f"decoding {GROUPWISE_RECIPE}")
         grouped = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed)
         candidates.append({"text": groupwise_summary(model, tokenizer, example, grouped),
                            "recipe": GROUPWISE_RECIPE, "index": len(candidates)})
     if config.interleave:  # plain beam search, the documents read one group at a time (any engine)
         from evenhand.decoding.document_order import interleave_groups
 
+        step(f"decoding {INTERLEAVED_RECIPE}")
         reordered = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
         text = generate(model, tokenizer, [interleave_groups(example)], reordered, progress=False)[0]
         candidates.append({"text": text, "recipe": INTERLEAVED_RECIPE, "index": len(candidates)})
     if config.quote:  # the plain summary + one sentence quoted from a group it shortchanges (no decoding)
         from evenhand.decoding.quote import quote_candidate
 
+        step("choosing the quote")
         quoted = quote_candidate(example, plain, config.fairness, len(candidates))
         if quoted is not None:
             candidates.append(quoted)
@@ -304,7 +475,7 @@ def evenhand_candidates(
             model, tokenizer, composite, RerankConfig(candidates=config.candidates, seed=config.seed),
             generate_config=sampler,
         )
-        for cand in reranker.candidates([example])[0]:
+        for cand in reranker.candidates([example], on_recipe=lambda r: step(f"sampling ({r})"))[0]:
             candidates.append({**cand, "index": len(candidates)})
     candidates.append({"text": plain, "recipe": "beam", "index": len(candidates)})
     return candidates
@@ -312,21 +483,25 @@ def evenhand_candidates(
 
 def evenhand_summary(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
-    floor_scorers: dict[str, Any] | None = None,
+    floor_scorers: dict[str, Any] | None = None, step: Callable[[str], None] = _no_step,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
-    the floors; (kept text, candidates with their scores, the kept one marked ``kept``)."""
+    the floors; (kept text, candidates with their scores, the kept one marked ``kept``). ``step(name)``:
+    as each step starts (``set_steps``)."""
     from evenhand.rerank.reranker import score_and_select
 
-    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain)
-    best = score_and_select(example, candidates, composite, config.floors, floor_scorers)
+    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain, step)
+    best = score_and_select(
+        example, candidates, composite, config.floors, floor_scorers,
+        on_step=lambda name: step("scoring the candidates" if name == "scoring" else f"floor {name}"),
+    )
     candidates[best]["kept"] = True
     return candidates[best]["text"], candidates
 
 
 def _side_by_side(left: str, right: str, width: int = 44) -> str:
-    a = textwrap.wrap(left, width) or [""]
-    b = textwrap.wrap(right, width) or [""]
+    a = textwrap.wrap(left, width, break_on_hyphens=False) or [""]
+    b = textwrap.wrap(right, width, break_on_hyphens=False) or [""]
     n = max(len(a), len(b))
     a += [""] * (n - len(a))
     b += [""] * (n - len(b))
@@ -337,37 +512,74 @@ def _num(value: float, width: int = 8) -> str:
     return f"{'n/a':>{width}}" if value != value else f"{value:{width}.3f}"
 
 
-def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, float]]], kept: str = "") -> str:
-    """The two score blocks under one example (see the module docstring); ``kept``: the kept candidate's
-    recipe (a check it was built to improve, ``TARGETED``, is marked as no evidence)."""
+def _diff(p: float, f: float) -> str:
+    return f"{'n/a':>12}" if p != p or f != f else f"{f - p:+12.3f}"
+
+
+def _legend_key(key: str) -> str:
+    """The legend column of a printed row: ``floor calibrated:coverage`` -> ``calibrated:coverage``."""
+    return key[len("floor "):] if key.startswith("floor ") else key
+
+
+def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, Any]]], kept: str = "",
+                  candidates: int = 0) -> str:
+    """The score blocks under one example (see the module docstring); ``kept``: the kept candidate's
+    recipe (a check it was built to improve, ``TARGETED``, is marked as no evidence); ``candidates``: how
+    many the composite ranked. One ``scales:`` line per block, from ``evaluation.scoring.legend``."""
     weights = ", ".join(
         f"{n}×{w:g}" for n, w in zip(composite.config.names, composite.config.weight_list)
     )
+    plain, kept_scores = scores["plain"]["selection"], scores["evenhand"]["selection"]
+    rows = [k for k in plain if k != "composite"  # a floor equal to a component (same scorer, same text): once
+            and not (k.startswith("floor ") and _legend_key(k) in plain
+                     and (plain[k], kept_scores[k]) == (plain[_legend_key(k)], kept_scores[_legend_key(k)]))]
     lines = [
-        f"  selection scores: composite({weights}) that picked the evenhand summary, min-max "
-        "normalized over its candidates (plain among them), and the floors",
-        f"  {'':34s} {'plain':>8s} {'evenhand':>8s}",
+        "  selection scores (they picked the evenhand summary: no evidence that it is better)",
+        f"  {'':34s} {'plain':>8s} {'evenhand':>8s} {'kept - plain':>12s}",
     ]
-    for key in scores["plain"]["selection"]:
+    for key in rows:
         p, f = scores["plain"]["selection"][key], scores["evenhand"]["selection"][key]
-        known = meaning(key)  # the range only: which side "wins" a selection score is not a claim
-        lines.append(f"  {key:34s} {_num(p)} {_num(f)}" + (f"   [{known.range}]" if known else ""))
+        lines.append(f"  {key:34s} {_num(p)} {_num(f)} {_diff(p, f)}")
+    lines += _wrapped(legend_line([_legend_key(k) for k in rows]))
+    ranked = f"first of {candidates} candidates" if candidates else "first of its candidates"
+    lines += _wrapped(f"kept: {ranked} on composite({weights}); min-max within the set, so its values rank "
+                      "rather than measure and are not printed")
     lines += ["  independent checks (not used to select)", f"  {'':34s} {'plain':>8s} {'evenhand':>8s}"]
     for key, value in scores["plain"]["checks"].items():
-        label, better = CHECKS.get(key, (key, "higher"))
+        label = CHECKS.get(key, key)
         p, f = value, scores["evenhand"]["checks"][key]
+        known = meaning(key)
         note = ""
-        if better is not None and p == p and f == f:
-            winner = "tie" if p == f else ("evenhand" if (f > p) == (better == "higher") else "plain")
-            note = f"   ({better} is better: {winner})"
+        if known is not None and known.direction and p == p and f == f:
+            note = "tie" if p == f else ("evenhand better" if (f > p) == (known.direction > 0) else "plain better")
         if key in TARGETED.get(kept, ()):
-            note = f"{note[:-1]}; {TARGETED_NOTE})" if note else f"   ({TARGETED_NOTE})"
-        lines.append(f"  {label:34s} {_num(p)} {_num(f)}{note}")
+            note = f"{note}; {TARGETED_NOTE}" if note else TARGETED_NOTE
+        lines.append(f"  {label:34s} {_num(p)} {_num(f)}" + (f"   ({note})" if note else ""))
+    lines += _wrapped(legend_line(scores["plain"]["checks"]))
+    return "\n".join(lines)
+
+
+def _wrapped(text: str, width: int = 100) -> list[str]:
+    """``text`` indented by two spaces and wrapped at ``width``, continuation lines by four."""
+    return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+
+
+def format_groups(scores: dict[str, dict[str, Any]], backend: str, width: int = 100) -> str:
+    """The ``groups covered`` lines: per column, each group in plain words (``rerank.group_coverage``)."""
+    from evenhand.rerank.group_coverage import COVERED_AT
+
+    head = (f"  groups covered (a summary sentence supported at p >= {COVERED_AT:g} by one of the group's "
+            f"documents; backend {backend})")
+    lines = textwrap.wrap(head, width, subsequent_indent="    ")
+    for side in ("plain", "evenhand"):
+        text = "; ".join(g["words"] for g in scores[side]["groups"])
+        lines += textwrap.wrap(f"{side + ':':9s} {text}", width, initial_indent="    ", subsequent_indent="              ")
     return "\n".join(lines)
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One compact row per example: selection composite, ROUGE-L, UER (and fluency) per column."""
+    """One row per example for the CSV: selection composite, fluency floor, ROUGE-L, UER and groups
+    covered per column, then the kept candidate in words (``kept``, where the rows have it)."""
     out = []
     for r in rows:
         s = r["scores"]
@@ -380,21 +592,54 @@ def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             for side in ("plain", "evenhand"):
                 row[f"{column}_{side}"] = s[side][source][key]
+        if "groups" in s["plain"]:
+            for side in ("plain", "evenhand"):
+                row[f"groups_covered_{side}"] = sum(g["covered"] for g in s[side]["groups"])
+            row["groups"] = len(s["plain"]["groups"])
+        if "kept" in r:
+            row["kept"] = r["kept"]
         out.append(row)
     return out
 
 
+#: Printed headers of the table's columns (the CSV keeps the column names).
+_HEADS = {"rouge_l_f1_plain": "ROUGE-L plain", "rouge_l_f1_evenhand": "evenhand",
+          "fairsumm_uer_plain": "UER plain", "fairsumm_uer_evenhand": "evenhand"}
+#: Table columns not printed: the composite is min-max within each set (it ranks, it does not measure) and
+#: the fluency floor is a selection score; both stay in the CSV.
+_UNPRINTED = ("composite_", "fluency_", "groups")
+
+
 def format_table(table: list[dict[str, Any]], kept: list[str] | None = None) -> str:
-    """The ``--example all`` table as aligned text, with a closing line on the independent checks;
-    ``kept``: per row the kept candidate's recipe (how many rows kept one built to improve a check)."""
-    columns = [c for c in table[0] if c != "id"]
+    """The ``--example all`` table as aligned text: per set the kept candidate, the independent checks and
+    the groups covered of both columns, then a line per check; ``kept``: per row the kept candidate's
+    recipe (how many rows kept one built to improve a check)."""
+    columns = [c for c in table[0] if c not in ("id", "kept") and not c.startswith(_UNPRINTED)]
     width = max(len("example"), *(len(r["id"]) for r in table))
-    header = f"  {'example':<{width}} " + " ".join(f"{c:>{max(len(c), 8)}}" for c in columns)
-    lines = [header]
-    for r in table:
-        lines.append(f"  {r['id']:<{width}} " + " ".join(
-            _num(r[c], max(len(c), 8)) for c in columns))
-    for key, label, better in (("rouge_l_f1", "ROUGE-L F1", "higher"), ("fairsumm_uer", "UER", "lower")):
+    labels = [str(r.get("kept", "")) for r in table]
+    kept_width = max(len("kept"), *(len(x) for x in labels)) if any(labels) else 0
+    covered = "groups_covered_plain" in table[0]
+
+    def head(c: str) -> str:
+        return _HEADS.get(c, c)
+
+    def cell(r: dict[str, Any], c: str) -> str:
+        return _num(r[c], max(len(head(c)), 8))
+
+    first = f"  {'example':<{width}} " + (f"{'kept':<{kept_width}} " if kept_width else "")
+    lines = [first + " ".join(f"{head(c):>{max(len(head(c)), 8)}}" for c in columns)
+             + ("  groups covered plain, evenhand" if covered else "")]
+    for r, label in zip(table, labels):
+        row = f"  {r['id']:<{width}} " + (f"{label:<{kept_width}} " if kept_width else "")
+        row += " ".join(cell(r, c) for c in columns)
+        if covered:
+            row += f"  {r['groups_covered_plain']}/{r['groups']}, {r['groups_covered_evenhand']}/{r['groups']}"
+        lines.append(row)
+    for key, label in (("rouge_l_f1", "ROUGE-L F1"), ("fairsumm_uer", "UER")):
+        if f"{key}_plain" not in table[0]:
+            continue
+        found = meaning(key)
+        better = "higher" if found is None or found.direction > 0 else "lower"
         pairs = [(r[f"{key}_plain"], r[f"{key}_evenhand"]) for r in table]
         pairs = [(p, f) for p, f in pairs if p == p and f == f]
         if not pairs:
@@ -407,8 +652,13 @@ def format_table(table: list[dict[str, Any]], kept: list[str] | None = None) -> 
         lines.append(f"  {label} ({better} is better): mean plain {mean_p:.3f}, evenhand {mean_f:.3f}; "
                      f"evenhand better on {wins}, worse on {losses} of {len(pairs)} sets"
                      + (f" ({targeted} sets: {TARGETED_NOTE})" if targeted else ""))
-    lines.append("  composite and fluency: selection scores (they picked the evenhand summaries), not checks")
+    lines += _wrapped(legend_line(columns_keys(columns)))
     return "\n".join(lines)
+
+
+def columns_keys(columns: list[str]) -> list[str]:
+    """The legend columns of table columns: ``rouge_l_f1_plain`` -> ``rouge_l_f1``."""
+    return [c.rsplit("_", 1)[0] for c in columns]
 
 
 def _csv_path(out: str) -> Path:
@@ -465,6 +715,72 @@ def run_demo(args: argparse.Namespace) -> int:
         return _run_demo(args)
 
 
+def demo_config(args: argparse.Namespace) -> DemoConfig:
+    """The ``DemoConfig`` of ``evenhand demo``'s flags."""
+    return DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
+                      candidates=args.candidates, fair_prompt=getattr(args, "fair_prompt", None),
+                      groupwise=getattr(args, "groupwise", False), interleave=getattr(args, "interleave", False),
+                      quote=getattr(args, "quote", True))
+
+
+class SetProgress:
+    """A demo set's steps on its progress bar (``set_steps``): ``start(name)`` ends the step in flight
+    and starts the next, naming it on the line; decoding moves the bar inside a step."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.running = False
+
+    def start(self, name: str) -> None:
+        if self.running:
+            self.bar.update(1)
+        self.bar.begin(1)
+        self.bar.status(name)
+        self.running = True
+
+    def finish(self) -> None:
+        if self.running:
+            self.bar.update(1)
+            self.running = False
+
+
+def set_record(
+    example: Example, plain: str, candidates: list[dict[str, Any]], config: DemoConfig, coverage_scorer: Any,
+) -> dict[str, Any]:
+    """The JSONL record of one set: both summaries, their scores (selection, checks, groups covered),
+    the candidates and the kept one in words (``kept``)."""
+    from evenhand.rerank.group_coverage import group_coverage
+
+    kept = kept_candidate(candidates)
+    scores: dict[str, dict[str, Any]] = {}
+    for side, cand, text in (("plain", candidates[-1], plain), ("evenhand", kept, kept["text"])):
+        groups = group_coverage(example, text, coverage_scorer)
+        scores[side] = {"selection": selection_scores(cand), "checks": independent_checks(example, text),
+                        "groups": [{**dataclasses.asdict(g), "words": g.words()} for g in groups]}
+    return {  # `summary` (evenhand's): `evaluate --data demo --summaries OUT` reads it
+        "id": example.id, "summary": kept["text"], "plain": plain, "evenhand": kept["text"], "scores": scores,
+        "kept": candidate_label(kept, example), "candidates": candidates, "config": dataclasses.asdict(config),
+    }
+
+
+def format_set(example: Example, record: dict[str, Any], composite: Any, plain_header: str,
+               coverage_backend: str) -> str:
+    """Everything printed under one set's title: the two summaries under their headers, the candidates
+    that lost, the score blocks and the groups covered."""
+    candidates = record["candidates"]
+    kept = kept_candidate(candidates)
+    lines = [
+        _side_by_side(plain_header, kept_header(candidates, example)),
+        _side_by_side("-" * 44, "-" * 44),
+        _side_by_side(record["plain"], record["evenhand"]),
+        "",
+        *textwrap.wrap(not_kept_line(candidates, example), 100, initial_indent="  ", subsequent_indent="    "),
+        format_scores(composite, record["scores"], kept["recipe"], len(candidates)),
+        format_groups(record["scores"], coverage_backend),
+    ]
+    return "\n".join(lines)
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
@@ -472,8 +788,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.evaluation.data.checks import check_count, check_seed
     from evenhand.evaluation.io.csv_file import write_csv
     from evenhand.evaluation.io.jsonl import write_jsonl
-    from evenhand.evaluation.io.progress import Progress, eta_text, report_part
+    from evenhand.evaluation.io.progress import Progress, eta_text
     from evenhand.evaluation.scoring.registry import get_scorer
+    from evenhand.rerank.group_coverage import backend_words
     from evenhand.rerank.reranker import build_floor_scorers
     from evenhand.rerank.selection import selection_lines
     from evenhand.rerank.sharing import share_model
@@ -483,28 +800,28 @@ def _run_demo(args: argparse.Namespace) -> int:
     check_count(args.max_new_tokens, "--max-new-tokens")
     check_count(args.candidates, "--candidates", low=0)  # 0: fair beams + plain only (the default)
     check_seed(args.seed, "--seed")
+    config = demo_config(args)
     if args.out:  # before the model loads: a minute of work is not lost to a bad --out
         check_demo_outputs(args.out)
     check_local(args.model)
     from evenhand.decoding.engines.base import DEFAULT_ENGINE, open_engine
 
     engine = open_engine(args.model, getattr(args, "engine", DEFAULT_ENGINE))
-    config = DemoConfig(max_new_tokens=args.max_new_tokens, seed=args.seed,
-                        candidates=args.candidates, fair_prompt=getattr(args, "fair_prompt", None),
-                        groupwise=getattr(args, "groupwise", False), interleave=getattr(args, "interleave", False),
-                        quote=getattr(args, "quote", True))
-    print(settings_line(config))
-    print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...")
+    print(settings_line(config, args.model))
+    print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...", flush=True)
     shared = engine.shared_model()  # in-process: the scorers score with it; else they load their own copy
     model, tokenizer = engine, engine.tokenizer
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
     floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
+    coverage = getattr(composite, "components", {}).get("equal-coverage") or get_scorer("equal-coverage", progress=False)
     if shared is not None:  # score with the loaded generator, no second copy
         for scorer in (composite, *floor_scorers.values()):
             share_model(scorer, shared[0], shared[1], args.model)
     # plain beam search on both engines (on vLLM the step loop, the in-process summaries)
     plain_config = GenerateConfig(max_new_tokens=config.max_new_tokens, seed=config.seed, num_beams=4)
     steers = engine.capabilities.beam_with_raising_processors  # fair beam search under λ and α
+    plain_header = "PLAIN (beam search)" if steers else f"PLAIN (greedy, {engine.kind})"
+    steps = set_steps(config, steers, engine.kind)
     rows = []
     for k, ex in enumerate(examples):
         ex.require_groups(f"demo example {ex.id!r}")
@@ -512,42 +829,26 @@ def _run_demo(args: argparse.Namespace) -> int:
         where = f"set {eta_text(k, len(examples), time.perf_counter() - start)}" if len(examples) > 1 else ""
         print(f"\n== {ex.id}: {len(ex.documents)} documents by {ex.attribute} {counts}"
               + (f"  [{where}]" if where else ""), flush=True)
-        with Progress(1, f"demo {ex.id}", "set") as bar:  # the set in flight: plain, then evenhand's steps
-            bar.begin(1)
-            report_part(0, 2)
+        with Progress(len(steps), f"demo {ex.id}", "step", heartbeat=HEARTBEAT) as bar:
+            track = SetProgress(bar)
+            track.start(steps[0])
             plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
-            report_part(1, 2)
-            fair, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers)
-        kept = next(i for i, c in enumerate(candidates) if c.get("kept"))
-        scores = {
-            side: {"selection": selection_scores(candidates[i]), "checks": independent_checks(ex, text)}
-            for side, i, text in (("plain", -1, plain), ("evenhand", kept, fair))
-        }
-        print(_side_by_side(
-            "PLAIN (beam search)" if steers else f"PLAIN (greedy, {engine.kind})",
-            f"EVENHAND ({steering_label(config)} + fair beam + rerank)" if steers
-            else f"EVENHAND ({steering_label(config)} + α + rerank, {engine.kind})",
-        ))
-        print(_side_by_side("-" * 44, "-" * 44))
-        print(_side_by_side(plain, fair))
-        print()
-        print(format_scores(composite, scores, candidates[kept]["recipe"]))
-        below = [c["recipe"] for c in candidates if not c.get("eligible", True)]
-        print(f"  backends: {BACKEND}")
-        print(f"  {len(candidates)} candidates (plain included); below a floor: "
-              f"{', '.join(below) or 'none'}; kept: {candidates[kept]['recipe']}")
-        rows.append({  # `summary` (evenhand's): `evaluate --data demo --summaries OUT` reads it
-            "id": ex.id, "summary": fair, "plain": plain, "evenhand": fair, "scores": scores,
-            "candidates": candidates, "config": dataclasses.asdict(config),
-        })
+            _, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers,
+                                             track.start)
+            track.start(steps[-1])
+            record = set_record(ex, plain, candidates, config, coverage)
+            track.finish()
+        print(format_set(ex, record, composite, plain_header, backend_words(coverage)), flush=True)
+        rows.append(record)
     table = table_rows(rows)
     if len(rows) > 1:
-        kept_recipes = [next(c["recipe"] for c in r["candidates"] if c.get("kept")) for r in rows]
+        kept_recipes = [kept_candidate(r["candidates"])["recipe"] for r in rows]
         print("\n== all examples\n" + format_table(table, kept_recipes))
     picked = [{"candidates": r["candidates"], "best_index": i, "best_score": r["candidates"][i]["score"]}
               for r in rows for i in [next(k for k, c in enumerate(r["candidates"]) if c.get("kept"))]]
-    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else ()):
+    for line in selection_lines(picked, [c["recipe"] for c in rows[0]["candidates"]] if rows else (), gain=False):
         print(line)
+    print(textwrap.fill(f"scorers: {BACKEND}", 100, subsequent_indent="  "))
     if args.out:
         csv_path = check_demo_outputs(args.out)  # again: the CSV may have appeared meanwhile
         write_jsonl(args.out, rows)

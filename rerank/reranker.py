@@ -209,10 +209,15 @@ class Reranker:
         values.update(fair_beam=0.0, fair_meaning=0.0)
         return type(self.generate_config)(**values)
 
-    def candidates(self, examples: Sequence[Example]) -> list[list[dict[str, Any]]]:
-        """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order."""
+    def candidates(
+        self, examples: Sequence[Example], on_recipe: Callable[[str], None] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Per example its N candidates: ``{"text", "recipe", "index"}`` in candidate order.
+
+        ``on_recipe(name)`` is called as each sampler starts (default: its step of ``progress_parts``
+        on the innermost progress bar)."""
         from ..decoding.generate import generate
-        from ..evaluation.io.progress import report_part
+        from ..evaluation.io.progress import report_part, report_status
 
         plan = self.config.plan()
         out: list[list[dict[str, Any]]] = [[None] * len(plan) for _ in examples]  # type: ignore[list-item]
@@ -221,7 +226,11 @@ class Reranker:
             slots = [i for i, name in enumerate(plan) if name == recipe]
             if not slots:
                 continue
-            report_part(r, parts)
+            if on_recipe is not None:
+                on_recipe(recipe)
+            else:
+                report_part(r, parts)
+                report_status(f"sampling ({recipe})")
             repeated = [ex for ex in examples for _ in slots]
             texts = generate(
                 self.model, self.tokenizer, repeated, self.recipe_config(recipe, r), progress=False,
@@ -254,7 +263,8 @@ class Reranker:
         records = []
         examples = list(examples)
         todo = sum(store is None or not store.done(ex.id) for ex in examples)
-        with Progress(todo, "rerank", "ex", disable=not progress) as bar:  # per example, with an estimate
+        # per example, with an estimate; each step named, the line redrawn while a step is silent
+        with Progress(todo, "rerank", "ex", disable=not progress, heartbeat=10.0) as bar:
             for ex in examples:
                 if store is not None and store.done(ex.id):
                     records.append(store.records[ex.id])
@@ -278,17 +288,20 @@ class Reranker:
         return {"text": text, "recipe": "beam", "index": index}
 
     def progress_parts(self) -> int:
-        """The steps of one example on the progress bar: each sampler, the plain beam (floors), scoring."""
-        return len(self.config.recipe_list) + bool(self.config.floors) + 1
+        """The steps of one example on the progress bar: each sampler, the plain beam (floors), scoring,
+        each floor."""
+        return len(self.config.recipe_list) + bool(self.config.floors) + 1 + len(self.config.floors)
 
     def rerank_one(self, example: Example) -> dict[str, Any]:
         """The record of one example (see ``rerank``)."""
-        from ..evaluation.io.progress import report_part
+        from ..evaluation.io.progress import report_part, report_status
 
         candidates = self.candidates([example])[0]
         parts = self.progress_parts()
+        first = len(self.config.recipe_list)  # the plain beam, then scoring, then each floor
         if self.config.floors:
-            report_part(parts - 2, parts)
+            report_part(first, parts)
+            report_status("plain beam search")
             candidates.append(self.plain_candidate(example, len(candidates)))
         if self.config.quote:  # the plain summary + one attributed quote (no decoding; WRITING_FLOORS read plain)
             from ..decoding.quote import quote_candidate
@@ -297,8 +310,13 @@ class Reranker:
                                      len(candidates))
             if quoted is not None:
                 candidates.append(quoted)
-        report_part(parts - 1, parts)  # scoring
-        best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers)
+        steps = ["scoring", *self.config.floors]
+
+        def on_step(step: str) -> None:
+            report_part(first + bool(self.config.floors) + steps.index(step), parts)
+            report_status(step if step == "scoring" else f"floor {step}")
+
+        best = score_and_select(example, candidates, self.scorer, self.config.floors, self.floor_scorers, on_step)
         return {
             "id": example.id,
             "summary": candidates[best]["text"],
@@ -365,8 +383,12 @@ def below_floors(
 def score_and_select(
     example: Example, candidates: list[dict[str, Any]], scorer: Scorer,
     floors: dict[str, float] | None = None, scorers: dict[str, Scorer] | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> int:
     """Score ``candidates`` (in place: score details, floor scores, ``eligible``); the winner's index.
+
+    ``on_step(name)`` is called as each step starts: ``"scoring"`` (the selection scorer), then
+    each floor's name (a progress bar moves per step).
 
     With ``floors``, the candidate whose recipe is ``"beam"`` is the reference:
     a candidate below it by more than a floor's margin is not eligible, and its
@@ -374,6 +396,8 @@ def score_and_select(
     a candidate's ``written`` text where it has one.
     """
     texts = [c["text"] for c in candidates]
+    if on_step is not None:
+        on_step("scoring")
     for cand, detail in zip(candidates, scorer.score_details([example] * len(texts), texts)):
         cand.update(detail)
     eligible = [True] * len(candidates)
@@ -383,6 +407,8 @@ def score_and_select(
             raise ValueError("floors need the plain beam-search summary among the candidates (recipe 'beam')")
         scorers = scorers if scorers is not None else build_floor_scorers(scorer, floors)
         for name in floors:
+            if on_step is not None:
+                on_step(name)
             read = floor_texts(candidates, name)
             values = scorers[name].score([example] * len(read), read)
             for cand, value in zip(candidates, values):

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..evaluation.scoring.legend import meaning
+
 #: The recipe of the plain beam-search candidate (``Reranker.plain_candidate``).
 PLAIN = "beam"
 
@@ -21,16 +23,19 @@ def wins(records: Sequence[dict[str, Any]]) -> Counter[str]:
     return Counter(str(r["candidates"][r["best_index"]]["recipe"]) for r in records)
 
 
-def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str] = ()) -> list[str]:
+def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str] = (), gain: bool = True) -> list[str]:
     """The lines a command prints after reranking ``records`` (``Reranker.rerank``'s records).
 
-    ``candidates``: the recipes offered, so a source that never won is listed with 0.
+    ``candidates``: the recipes offered, so a source that never won is listed with 0. ``gain=False``
+    leaves out the composite's gain over plain (the demo prints each component's kept minus plain).
     """
     n = len(records)
     counted = wins(records)
     order = [*dict.fromkeys([*candidates, *sorted(counted)])]
     won = ", ".join(f"{'plain beam search' if name == PLAIN else name} {counted.get(name, 0)}" for name in order)
     lines = [f"kept (of {n} examples): {won}"]
+    if not gain:
+        return lines + floor_lines(records)
     has_plain = [r for r in records if any(c["recipe"] == PLAIN for c in r["candidates"])]
     changed = [r for r in has_plain if r["candidates"][r["best_index"]]["recipe"] != PLAIN]
     if has_plain and not changed:
@@ -41,13 +46,19 @@ def selection_lines(records: Sequence[dict[str, Any]], candidates: Sequence[str]
                  for r in changed]
         lines.append(
             f"where another candidate replaced plain beam search ({len(changed)} of {n}): composite "
-            f"{sum(gains) / len(gains):+.3f} over plain (per-set min-max, 0-1, higher is better)"
+            f"{sum(gains) / len(gains):+.3f} over plain ({_composite_scale()})"
         )
     else:  # no plain candidate (floors off): only the spread of the set is known
         spread = [r["best_score"] - sum(c["score"] for c in r["candidates"]) / len(r["candidates"]) for r in records]
         lines.append(f"no plain summary to compare with (--floors none): kept minus the set's mean composite "
-                     f"{sum(spread) / max(1, len(spread)):+.3f} (per-set min-max, 0-1; positive by construction)")
+                     f"{sum(spread) / max(1, len(spread)):+.3f} ({_composite_scale()}; positive by construction)")
     return lines + floor_lines(records)
+
+
+def _composite_scale() -> str:
+    """The composite's scale, from the one legend (``evaluation.scoring.legend``)."""
+    found = meaning("composite")
+    return found.short() if found is not None else "composite"
 
 
 def floor_lines(records: Sequence[dict[str, Any]]) -> list[str]:

@@ -140,13 +140,16 @@ def test_demo_table_and_csv(tmp_path):
 
     block = format_scores(Composite, rows[0]["scores"])
     selection, checks = block.split("independent checks (not used to select)")
-    assert "alignscore×2" in selection and "better" not in selection  # no winner on selection
-    assert "  alignscore" + " " * 28 + "0.200    0.900   [0-1]\n" in selection  # its range, from the legend
-    assert "(higher is better: evenhand)" in checks and "(lower is better: evenhand)" in checks
+    assert "alignscore×2" in selection and "evenhand better" not in selection and "plain better" not in selection
+    assert "  alignscore" + " " * 28 + "0.200    0.900       +0.700\n" in selection  # kept minus plain
+    assert "scales: alignscore 0-1, higher is better" in selection  # its range, from the legend, once
+    assert "  ROUGE-L F1 vs references              0.300    0.350   (evenhand better)" in checks
+    assert "  FairSumm UER (N-gram)                 0.400    0.100   (evenhand better)" in checks  # lower is better
+    assert "fairsumm_uer >= 0, lower is better" in checks
     # a kept quote was built to lower UER: the number is marked as no evidence
     quoted = format_scores(Composite, rows[0]["scores"], "beam+quote").split("not used to select")[1]
-    assert "(lower is better: evenhand; the kept quote was chosen to lower it: no evidence)" in quoted
-    assert "(higher is better: evenhand)\n" in quoted  # ROUGE-L is not marked
+    assert "(evenhand better; the kept quote was chosen to lower it: no evidence)" in quoted
+    assert "0.350   (evenhand better)\n" in quoted  # ROUGE-L is not marked
     assert "(2 sets: the kept quote was chosen to lower it: no evidence)" in format_table(table, ["beam+quote"] * 2)
     assert "no evidence" not in format_table(table, ["beam", "fair-beam β=1"])
 

@@ -5,53 +5,57 @@ import pytest
 from evenhand.demo import (
     DEFAULTS_WHY,
     DemoConfig,
+    explain_text,
     prompted_beam_recipe,
     settings_line,
     steering_label,
 )
 
 
-def test_settings_line_names_every_setting_and_the_reason():
+def test_settings_line_names_every_setting_and_the_count():
     config = DemoConfig(abstractiveness=4.0, fairness_strength=3.0, fair_beams=(1.0, 3.0), candidates=3,
                         floors={"fluency": 0.5, "checker": 0.1})
     assert settings_line(config) == (
-        "evenhand settings: λ4, α=3, fair beam β∈{1,3}, + beam+quote candidate, 3 sampled candidates + plain, "
-        f"floors fluency=0.5,checker=0.1; why: {DEFAULTS_WHY}"
+        "evenhand demo: smollm2-135m-instruct; λ4, α=3, fair beam β∈{1,3} + quote + 3 samples; "
+        "up to 7 candidates with plain; floors fluency,checker; why: --explain"
     )
     assert "\n" not in settings_line(DemoConfig()) and DEFAULTS_WHY.strip()
+    assert DEFAULTS_WHY in " ".join(explain_text(config).split())  # the reasons: on request
 
 
 def test_no_constraint_and_no_floors_are_said_so():
     config = DemoConfig(abstractiveness=None, floors={})
     assert steering_label(config) == "no λ"
-    assert settings_line(config).startswith("evenhand settings: no λ, ") and "floors none;" in settings_line(config)
+    assert "; no λ, " in settings_line(config) and "floors none;" in settings_line(config)
 
 
 def test_the_default_settings_line_is_what_the_dev_sweep_chose():
-    assert settings_line(DemoConfig()) == (
-        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, + beam+quote candidate, 0 sampled candidates + plain, "
-        f"floors fluency=0.5,calibrated:coverage=0.1,checker=0; why: {DEFAULTS_WHY}"
+    assert settings_line(DemoConfig(), "/models/smollm2") == (
+        "evenhand demo: smollm2; no λ, α=3, fair beam β∈{1,3} + quote; up to 4 candidates with plain; "
+        "floors fluency,coverage,checker; why: --explain"
     )
     assert "benchmarks/demo_defaults.py" in DEFAULTS_WHY
+    assert "margin 0.1" in explain_text(DemoConfig())
 
 
 def test_the_settings_line_names_the_fair_prompt_and_its_prompted_beam():
     config = DemoConfig(fair_prompt="labels", floors={}, quote=False)
     assert settings_line(config) == (
-        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, fair prompt 'labels' (+ beam+labels), "
-        f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
+        "evenhand demo: smollm2-135m-instruct; no λ, α=3, fair beam β∈{1,3} + fair prompt labels; "
+        "4 candidates with plain; floors none; why: --explain"
     )
     assert "fair prompt" not in settings_line(DemoConfig())  # default: none, and not named
+    assert "(beam+labels)" in explain_text(config)
     assert prompted_beam_recipe("definition") == "beam+definition"
 
 
 def test_the_settings_line_names_the_groupwise_candidate():
     config = DemoConfig(groupwise=True, floors={}, quote=False)
     assert settings_line(config) == (
-        "evenhand settings: no λ, α=3, fair beam β∈{1,3}, + group-wise candidate, "
-        f"0 sampled candidates + plain, floors none; why: {DEFAULTS_WHY}"
+        "evenhand demo: smollm2-135m-instruct; no λ, α=3, fair beam β∈{1,3} + group-wise; "
+        "4 candidates with plain; floors none; why: --explain"
     )
-    assert "group-wise" not in settings_line(DemoConfig()).split("; why:")[0]  # default: off
+    assert "group-wise" not in settings_line(DemoConfig())  # default: off
 
 
 def test_groupwise_adds_its_candidate_before_plain(tmp_path, model_dir):
@@ -85,8 +89,8 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
     from evenhand.decoding.generate import generate
     from evenhand.demo import INTERLEAVED_RECIPE, demo_examples
 
-    assert "interleaved" not in settings_line(DemoConfig()).split("; why:")[0]  # default: off
-    assert "+ beam+interleaved candidate, " in settings_line(DemoConfig(interleave=True))
+    assert "interleaved" not in settings_line(DemoConfig())  # default: off
+    assert " + interleaved" in settings_line(DemoConfig(interleave=True))
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "museum", "--max-new-tokens", "4",
                  "--interleave", "--no-quote", "--out", str(out)]) == 0
@@ -107,8 +111,8 @@ def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_p
     from evenhand.decoding.quote import quoted_summary
     from evenhand.demo import QUOTE_RECIPE, demo_examples
 
-    assert "+ beam+quote candidate, " in settings_line(DemoConfig())  # default: on
-    assert "beam+quote" not in settings_line(DemoConfig(quote=False)).split("; why:")[0]
+    assert " + quote; " in settings_line(DemoConfig())  # default: on
+    assert "quote" not in settings_line(DemoConfig(quote=False))
     out = tmp_path / "d.jsonl"
     assert main(["demo", "--model", str(model_dir), "--example", "headphones", "--max-new-tokens", "4",
                  "--out", str(out)]) == 0

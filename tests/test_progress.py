@@ -112,3 +112,29 @@ def test_end_line_close_all_closes_every_bar_libraries_too():
     assert "1.0/4 ex" in ours_out.getvalue() and "3/10" in theirs_out.getvalue()
     ours.close()  # still idempotent after end_line closed its bar
     assert prog.open_bars() == 0
+
+
+def test_a_silent_step_is_redrawn_by_the_heartbeat_with_its_status(monkeypatch):
+    """``status`` names the step after the count; the heartbeat thread redraws a line silent for
+    ``heartbeat`` seconds (on a fake clock: the test waits for the thread, it times nothing)."""
+    import threading
+
+    now = [0.0]
+    monkeypatch.setattr(prog, "clock", lambda: now[0])
+    monkeypatch.setattr(prog, "HEARTBEAT_POLL", 0.01)
+    out = io.StringIO()
+    with Progress(3, "demo x", "step", file=out, heartbeat=10.0) as bar:
+        bar.begin(1)
+        bar.status("scoring the candidates")
+        assert bar.drawn_at == 0.0 and "scoring the candidates" in out.getvalue()
+        now[0] = 9.0
+        assert bar.keepalive() is False  # drawn 9 s ago: not yet
+        now[0] = 25.0
+        drawn = threading.Event()
+        for _ in range(2000):  # the thread polls every 0.01 s: wait for it to redraw
+            if bar.drawn_at == 25.0:
+                drawn.set()
+                break
+            drawn.wait(0.01)
+        assert drawn.is_set()
+    assert out.getvalue().count("scoring the candidates") >= 2

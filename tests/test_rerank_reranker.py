@@ -241,3 +241,44 @@ def test_rerank_fair_beam_without_floors_exits_2(tmp_path, capsys):
                "--floors", "none"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and not out.exists() and "\n" not in err and "--floors" in err
+
+
+def test_rerank_progress_moves_through_every_step_and_reaches_the_end_only_when_done(monkeypatch, capsys):
+    """Each sampler, the plain beam, the scoring and each floor is a step of the example's bar (issue 49)."""
+    import evenhand.decoding.generate as generating
+    from evenhand.evaluation.io import progress
+
+    seen: list[tuple[str, float, float]] = []
+
+    def note(phase):
+        bar = progress._OPEN[-1]
+        seen.append((phase, bar.shown, float(bar.bar.total)))
+
+    def fake_generate(model, tokenizer, examples, config, *args, **kwargs):
+        phase = "beam" if not config.do_sample else f"sample top_k={config.top_k} t={config.temperature}"
+        for step in range(2):
+            note(phase)
+            progress.report_fraction((step + 1) / 2)
+        return [f"text {len(seen)}" for _ in examples]
+
+    class Noted(Scorer):
+        def __init__(self, phase):
+            super().__init__()
+            self.phase = phase
+
+        def _score_batch(self, sources, outputs):
+            note(self.phase)
+            return [{"score": float(len(o))} for o in outputs]
+
+    monkeypatch.setattr(generating, "generate", fake_generate)
+    floors = {"fluency": 0.5, "checker": 0.0}
+    reranker = Reranker(None, None, Noted("scoring"), RerankConfig(candidates=3, floors=floors),
+                        floor_scorers={"fluency": Noted("fluency"), "checker": Noted("checker")})
+    assert reranker.progress_parts() == 3 + 1 + 1 + 2
+    reranker.rerank(_examples()[:1])
+    phases = list(dict.fromkeys(p for p, _, _ in seen))
+    assert len(phases) == 7 and phases[3:] == ["beam", "scoring", "fluency", "checker"]
+    starts = [next(shown for p, shown, _ in seen if p == phase) for phase in phases]
+    assert starts == pytest.approx([i / 7 for i in range(7)])  # one seventh of the example per step
+    assert all(shown < total for _, shown, total in seen)
+    assert "floor checker" in capsys.readouterr().err  # each step named on the line

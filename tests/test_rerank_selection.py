@@ -30,4 +30,5 @@ def test_gain_is_over_plain_where_a_sample_won():
     lines = selection_lines(records, ["nucleus", "top-k", "beam"])
     assert lines[0] == "kept (of 3 examples): nucleus 2, top-k 0, plain beam search 1"
     assert lines[1] == ("where another candidate replaced plain beam search (2 of 3): composite +0.400 over plain "
-                        "(per-set min-max, 0-1, higher is better)")
+                        "(0-1 within its candidate set (min-max), higher is better)")
+    assert selection_lines(records, ["nucleus", "top-k", "beam"], gain=False) == lines[:1] + lines[2:]

@@ -10,6 +10,10 @@ scoring, training's baseline):
   loop) reports how far it got with :func:`report_fraction`, without knowing which
   bar is open. A batch of 4 summaries at decoding step 32 of 128 shows 0.2/4 ex
   and an estimate, not 0/4 for minutes.
+- Work made of named steps (a demo set: each candidate's decoding, the scoring, each floor)
+  says which step runs (:meth:`Progress.status`, after the count), and with ``heartbeat``
+  the line is redrawn at least that often while a step is silent (a scorer loading a model),
+  so the elapsed time keeps moving and a long step is never mistaken for a hang.
 - :func:`end_line` ends any open progress line (a newline on stderr), so an error
   message starts on a line of its own; ``end_line(close_all=True)`` closes every
   tqdm bar, libraries' too, after a signal (``evenhand.interrupts``).
@@ -29,6 +33,11 @@ from typing import IO, Any
 _OPEN: list[Progress] = []
 _LOCK = threading.RLock()
 
+#: The clock of progress lines (tests replace it with a fake one).
+clock = time.monotonic
+#: How often a heartbeat thread looks whether its line needs redrawing (seconds).
+HEARTBEAT_POLL = 1.0
+
 #: tqdm's default line with the count to one decimal (work in flight is a fraction).
 BAR_FORMAT = "{l_bar}{bar}| {n:.1f}/{total_fmt} {unit} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
@@ -44,13 +53,18 @@ class Progress:
         file: where the line goes (default: stderr).
         delay: seconds of work before the line first shows (so work that ends, or fails on a
             user's mistake, within them prints no bar).
+        heartbeat: with a positive value, a daemon thread redraws the line whenever it has not
+            been drawn for that many seconds (``keepalive``), until ``close``.
     """
 
     def __init__(self, total: int, desc: str, unit: str = "ex", disable: bool = False,
-                 file: IO[str] | None = None, delay: float = 0.0) -> None:
+                 file: IO[str] | None = None, delay: float = 0.0, heartbeat: float = 0.0) -> None:
         from tqdm.auto import tqdm
 
         self.done = 0
+        self.heartbeat = heartbeat
+        self.drawn_at = clock()
+        self._stop = threading.Event()
         self.in_flight = 0
         self.part: tuple[int, int] = (0, 1)  # fractions reported refer to part i of n of the work in flight
         self.disable = disable
@@ -61,6 +75,8 @@ class Progress:
         if not disable:  # a hidden bar (an inner call's) leaves the fractions to the bar shown
             with _LOCK:
                 _OPEN.append(self)
+            if heartbeat > 0:
+                threading.Thread(target=self._beat, name=f"progress {desc}", daemon=True).start()
 
     def __enter__(self) -> Progress:
         return self
@@ -94,13 +110,32 @@ class Progress:
         if value > self.bar.n:
             self._show(value)
 
+    def status(self, text: str) -> None:
+        """Say what the work in flight is doing now (``decoding fair beam β=3``), after the count."""
+        self.bar.set_postfix_str(text, refresh=False)
+        self._show(float(self.bar.n))
+
+    def keepalive(self) -> bool:
+        """Redraw the line when it has not been drawn for ``heartbeat`` seconds; whether it did."""
+        if self.heartbeat <= 0 or clock() - self.drawn_at < self.heartbeat:
+            return False
+        self._show(float(self.bar.n))
+        return True
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_POLL):
+            with contextlib.suppress(Exception):  # a closed stream: the next close ends the thread
+                self.keepalive()
+
     def _show(self, value: float) -> None:
         self.bar.n = value
         if not self.disable and time.monotonic() >= self._shows_from:
             self.bar.refresh()
+            self.drawn_at = clock()
 
     def close(self) -> None:
         """End the line (idempotent)."""
+        self._stop.set()
         with _LOCK:
             if self in _OPEN:
                 _OPEN.remove(self)
@@ -142,6 +177,14 @@ def report_part(index: int, parts: int) -> None:
     if bar is not None and parts > 0:
         bar.part = (min(max(index, 0), parts - 1), parts)
         bar.fraction(0.0)
+
+
+def report_status(text: str) -> None:
+    """Name the step the innermost open bar's work is in (``Progress.status``); no bar: nothing."""
+    with _LOCK:
+        bar = _OPEN[-1] if _OPEN else None
+    if bar is not None:
+        bar.status(text)
 
 
 def end_line(close_all: bool = False) -> None:

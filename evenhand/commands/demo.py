@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Demo example id (see `evenhand demo --list`), or 'all'.",
     )
     parser.add_argument("--list", action="store_true", help="List the demo examples and exit.")
+    parser.add_argument("--explain", action="store_true",
+                        help="Print how the evenhand column is made and why these defaults (the dev sweep), and exit.")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="Generator model.")
     from evenhand.args import add_common_options
     from evenhand.decoding.prompts.templates import FAIR_PROMPTS
@@ -60,5 +62,10 @@ def run(args: argparse.Namespace) -> int:
         for ex in examples:
             counts = {g: ex.labels.count(g) for g in ex.groups}
             print(f"{ex.id:22s} {ex.attribute:10s} {counts}")
+        return 0
+    if args.explain:  # the reasons for the defaults, on request; nothing loads
+        from evenhand.demo import demo_config, explain_text
+
+        print(explain_text(demo_config(args)))
         return 0
     return run_demo(args)
