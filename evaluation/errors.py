@@ -14,3 +14,7 @@ class DataError(ValueError):
 
 class OutputError(DataError):
     """An output that cannot be written safely (not a regular file, locked, disk full...)."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """An option the user set that has no effect in the chosen mode; the CLI always shows it, as one line."""

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="Also show the libraries' own warnings, logs and weight-loading bars (hidden by "
             f"default; or set {VERBOSE_ENV}=1).",
         )
-        cmd.set_defaults(_run=module.run)
+        cmd.set_defaults(_run=module.run, _parser=cmd)  # _parser: its defaults tell set options (option_modes)
     return parser
 
 
@@ -72,15 +72,20 @@ def _one_line_warnings(command: str, verbose: bool) -> None:
     A user's option that has no effect warns; the default format spans two lines
     (file:line and the source), which reads like a traceback next to an error.
     Unless ``verbose``, only evenhand's own warnings are shown: a library's
-    deprecation notice is nothing a user of the command can act on.
+    deprecation notice is nothing a user of the command can act on. An option
+    that has no effect (``IgnoredOptionWarning``) is always shown, wherever the
+    warning was raised from (a dataclass's generated ``__init__`` is no file of ours).
     """
     import warnings
+
+    from evenhand.evaluation.errors import IgnoredOptionWarning
 
     ours = _our_folders()
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: object = None, line: str | None = None) -> None:
-        if not verbose and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
+        shown = verbose or issubclass(category, IgnoredOptionWarning)
+        if not shown and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
             return
         print(f"evenhand {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
@@ -214,6 +219,9 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
         _check_cache_env()
+        from evenhand.option_modes import check_args
+
+        check_args(args, args._parser)  # an option without effect in this mode: refused or warned, before any work
         with _run_files(args):
             return int(args._run(args) or 0)
     except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
