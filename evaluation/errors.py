@@ -17,4 +17,5 @@ class OutputError(DataError):
 
 
 class IgnoredOptionWarning(UserWarning):
-    """An option the user set that has no effect in the chosen mode; the CLI always shows it, as one line."""
+    """An option (or input file) the user gave that has no effect in the chosen mode, or is skipped; the CLI
+    always shows it, as one line, with or without ``-v``."""
