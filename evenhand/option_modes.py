@@ -58,7 +58,7 @@ class Mode:
         """The option as typed."""
         return "--" + self.dest.replace("_", "-")
 
-    def message(self, values: Values) -> str:
+    def message(self) -> str:
         """The one line: the option, what makes it meaningful, the fix."""
         fix = self.fix or f"add {self.needs} or drop {self.flag}"
         return f"{self.flag} has no effect without {self.needs}: {fix}"
@@ -95,7 +95,6 @@ def _method(name: str) -> Callable[[Values], bool]:
 
 
 _URL = "http://127.0.0.1:9/v1"
-_SAMPLED = "a sampling decoder"
 
 MODES: tuple[Mode, ...] = (
     *(Mode("generate", dest, "--do-sample", _sampling, ("--do-sample",),
@@ -158,9 +157,9 @@ def check_values(command: str, set_options: set[str], values: Values) -> None:
         if row.active(values):
             continue
         if row.warn:
-            warnings.warn(row.message(values), IgnoredOptionWarning, stacklevel=2)
+            warnings.warn(row.message(), IgnoredOptionWarning, stacklevel=2)
         else:
-            raise DataError(row.message(values))
+            raise DataError(row.message())
 
 
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

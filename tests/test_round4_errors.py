@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
