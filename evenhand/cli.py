@@ -88,6 +88,7 @@ def _one_line_warnings(command: str, verbose: bool) -> None:
         shown = verbose or issubclass(category, IgnoredOptionWarning)
         if not shown and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
             return
+        _end_progress_line()  # a warning met while a bar is drawn starts a line of its own
         print(f"evenhand {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
     warnings.showwarning = show
