@@ -250,9 +250,11 @@ class FairnessSettings:
                 and self.fair_meaning == 0:
             import warnings
 
+            from ..evaluation.errors import IgnoredOptionWarning
+
             warnings.warn(
                 "`fairness` has no effect unless `fairness_strength` (α) or `fair_beam` (β) is "
-                "positive", stacklevel=4,
+                "positive", IgnoredOptionWarning, stacklevel=4,
             )
 
     @property

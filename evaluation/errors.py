@@ -14,3 +14,8 @@ class DataError(ValueError):
 
 class OutputError(DataError):
     """An output that cannot be written safely (not a regular file, locked, disk full...)."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """An option (or input file) the user gave that has no effect in the chosen mode, or is skipped; the CLI
+    always shows it, as one line, with or without ``-v``."""

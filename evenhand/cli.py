@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="Also show the libraries' own warnings, logs and weight-loading bars (hidden by "
             f"default; or set {VERBOSE_ENV}=1).",
         )
-        cmd.set_defaults(_run=module.run)
+        cmd.set_defaults(_run=module.run, _parser=cmd)  # _parser: its defaults tell set options (option_modes)
     return parser
 
 
@@ -72,16 +73,22 @@ def _one_line_warnings(command: str, verbose: bool) -> None:
     A user's option that has no effect warns; the default format spans two lines
     (file:line and the source), which reads like a traceback next to an error.
     Unless ``verbose``, only evenhand's own warnings are shown: a library's
-    deprecation notice is nothing a user of the command can act on.
+    deprecation notice is nothing a user of the command can act on. An option
+    that has no effect (``IgnoredOptionWarning``) is always shown, wherever the
+    warning was raised from (a dataclass's generated ``__init__`` is no file of ours).
     """
     import warnings
+
+    from evenhand.evaluation.errors import IgnoredOptionWarning
 
     ours = _our_folders()
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: object = None, line: str | None = None) -> None:
-        if not verbose and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
+        shown = verbose or issubclass(category, IgnoredOptionWarning)
+        if not shown and not any(Path(filename).resolve().is_relative_to(d) for d in ours):
             return
+        _end_progress_line()  # a warning met while a bar is drawn starts a line of its own
         print(f"evenhand {command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
     warnings.showwarning = show
@@ -96,11 +103,12 @@ def _quiet_libraries() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # its download retries: --allow-download fails in one line
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM's INFO/WARNING lines only with -v
+    # vLLM's log lines only with -v, its ERROR lines too: a failed load ends in evenhand's one line, not its traceback
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "CRITICAL")
     if "vllm" in sys.modules:
         import logging
 
-        logging.getLogger("vllm").setLevel(logging.ERROR)
+        logging.getLogger("vllm").setLevel(logging.CRITICAL)
     if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import logging as hub_logging
 
@@ -214,34 +222,59 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
         _check_cache_env()
+        from evenhand.option_modes import check_args
+
+        check_args(args, args._parser)  # an option without effect in this mode: refused or warned, before any work
         with _run_files(args):
             return int(args._run(args) or 0)
-    except (DataError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as err:
-        # user mistakes: one line naming the file/field/flag and the fix, never a traceback
-        message = " ".join(str(err).split())
-        _end_progress_line()
-        if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
-            message = f"{err.filename}: {message}"
+    except BrokenPipeError:
+        raise  # the reader of stdout left: `main` stops quietly
+    except (DataError, OSError) as err:
+        # user mistakes and what the disk says: one line naming the file/field/flag and the fix, never a
+        # traceback; on a fresh line after every progress bar, the libraries' too (the run ends here)
+        _end_progress_line(close_all=True)
+        if isinstance(err, OSError) and args.allow_download and _from_the_hub(err):
+            # --allow-download without a reachable hub (or an id the hub does not have)
+            first = " ".join(str(err).split()).split(". ")[0]
+            message = (f"--allow-download: a model could not be fetched ({first}); check the network and the "
+                       "model id, or give a local model folder")
+        else:
+            message = _one_line(err)
         print(f"evenhand {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except OSError as err:
-        from evenhand.evaluation.io.output_checks import WRITE_ERRNOS
 
-        if args.allow_download and _from_the_hub(err):
-            # --allow-download without a reachable hub (or an id the hub does not have): one line, no traceback
-            _end_progress_line()
-            first = " ".join(str(err).split()).split(". ")[0]
-            print(f"evenhand {args.command}: error: --allow-download: a model could not be fetched ({first}); "
-                  "check the network and the model id, or give a local model folder", file=sys.stderr)
-            return 2
-        if err.errno not in WRITE_ERRNOS:
-            raise
-        # disk full, quota, read-only file system while writing: name the file, nothing finished is lost
-        where = f"{err.filename}: " if err.filename else ""
-        _end_progress_line()
-        print(f"evenhand {args.command}: error: {where}cannot write ({WRITE_ERRNOS[err.errno]}); "
-              "results finished before are kept; free space and run again", file=sys.stderr)
-        return 2
+
+#: The fix of a raw OS error, by errno (the file is named before it).
+_OS_FIXES = {
+    errno.ENOENT: "it (or its folder) was moved or deleted while the command ran, or never existed; restore it "
+    "or give another path and run again (results finished before are kept)",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; give another path",
+    errno.EISDIR: "it is a folder; give a file path",
+    errno.EACCES: "fix its permissions or give another path",
+    errno.EPERM: "fix its permissions or give another path",
+}
+
+
+def _one_line(err: DataError | OSError) -> str:
+    """The message of an error as one line: a DataError's own; an OS error's file, what happened and the fix.
+
+    A raw OS error (``[Errno 2] No such file or directory: 'x'``, the text Python gives) names no fix;
+    a write that failed for lack of space (disk full, quota, ``ulimit -f``, read-only) says what is kept.
+    """
+    from evenhand.evaluation.io.output_checks import WRITE_ERRNOS
+
+    message = " ".join(str(err).split())
+    if not isinstance(err, OSError) or err.errno is None or not err.strerror:
+        if isinstance(err, OSError) and err.filename and str(err.filename) not in message:
+            message = f"{err.filename}: {message}"
+        return message  # an error evenhand raised with its own words
+    where = f"{err.filename}: " if err.filename else ""
+    if err.errno in _OS_FIXES:
+        return f"{where}{err.strerror.lower()}; {_OS_FIXES[err.errno]}"
+    if err.errno in WRITE_ERRNOS:
+        return (f"{where}cannot write ({WRITE_ERRNOS[err.errno]}); results finished before are kept; free space "
+                "and run again")
+    return f"{where}{err.strerror.lower()}; check the file and run again (results finished before are kept)"
 
 
 def _from_the_hub(err: BaseException) -> bool:

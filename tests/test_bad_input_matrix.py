@@ -681,6 +681,10 @@ def _calib(name: str, *extra: str) -> list[str]:
             "--out", "{w}/calib.json", "--folds", "2", "--score-cache", "none", *extra]
 
 
+#: a server URL nothing listens on: the server options' values are checked before any request
+_URL = "http://127.0.0.1:9/v1"
+
+
 def _gen(name: str = "data.jsonl", *extra: str) -> list[str]:
     return ["generate", "--data", "{w}/" + name, "--out", "{w}/prior.jsonl", "--model", "{m}", *extra]
 
@@ -984,7 +988,7 @@ NUMBER_CASES = [
     (_gen("data.jsonl", "--do-sample", "--top-p", "0"), "`top_p` must be a float in (0, 1], got 0"),
     (_gen("data.jsonl", "--do-sample", "--top-p", "nan"), "`top_p` must be a float in (0, 1], got nan"),
     (_gen("data.jsonl", "--do-sample", "--top-p", "-0.1"), "`top_p` must be a float in (0, 1], got -0.1"),
-    (_gen("data.jsonl", "--top-p", "1.5"), "`top_p` must be a float in (0, 1]"),
+    (_gen("data.jsonl", "--top-p", "1.5"), "--top-p has no effect without --do-sample"),  # option_modes
     (_gen("data.jsonl", "--do-sample", "--top-k", "-5"), "`top_k` must be a non-negative int"),
     (_gen("data.jsonl", "--do-sample", "--top-k", "1000000000000"), "`top_k` must be at most 10000000, got 1000000000000"),
     (_gen("data.jsonl", "--repetition-penalty", "0"), "`repetition_penalty` must be a positive float"),
@@ -1020,11 +1024,11 @@ NUMBER_CASES = [
     (_gen("data.jsonl", "--fair", '{"pos": -1}', "--fair-strength", "1"), "`fairness` share of group 'pos' must be a non-negative float, got -1"),
     (_gen("data.jsonl", "--fair", '{"pos": "half"}', "--fair-strength", "1"), "`fairness` share of group 'pos' must be a non-negative float, got 'half'"),
     (_gen("data.jsonl", "--fair", "[0.5, 0.5]", "--fair-strength", "1"), "`fairness` must be 'ratio', 'equal' or a JSON object"),
-    (_gen("data.jsonl", "--max-concurrency", "0"), "--max-concurrency must be a positive int"),
-    (_gen("data.jsonl", "--max-concurrency", "100000"), "--max-concurrency must be at most 1024, got 100000"),
-    (_gen("data.jsonl", "--server-timeout", "nan"), "--server-timeout must be a positive float"),
-    (_gen("data.jsonl", "--server-timeout", "inf"), "--server-timeout must be a positive float, got inf"),
-    (_gen("data.jsonl", "--server-timeout", "0"), "--server-timeout must be a positive float"),
+    (_gen("data.jsonl", "--model", _URL, "--max-concurrency", "0"), "--max-concurrency must be a positive int"),
+    (_gen("data.jsonl", "--model", _URL, "--max-concurrency", "100000"), "--max-concurrency must be at most 1024, got 100000"),
+    (_gen("data.jsonl", "--model", _URL, "--server-timeout", "nan"), "--server-timeout must be a positive float"),
+    (_gen("data.jsonl", "--model", _URL, "--server-timeout", "inf"), "--server-timeout must be a positive float, got inf"),
+    (_gen("data.jsonl", "--model", _URL, "--server-timeout", "0"), "--server-timeout must be a positive float"),
     (_gen("data.jsonl", "--device", "gpu"), "--device must be cpu, cuda, cuda:N or mps, got 'gpu'"),
     (_gen("data.jsonl", "--device", "cuda:99"), "--device cuda:99: this machine has"),
     (_gen("data.jsonl", "--device", "cpu; rm"), "--device must be cpu, cuda, cuda:N or mps"),

@@ -212,8 +212,10 @@ class DPORRConfig:
         self._check_method()
 
     def _check_method(self) -> None:
-        """Options of the other method: conflicting ones raise, ignored ones warn."""
+        """Options of the other method: conflicting ones raise, ignored ones warn (always shown by the CLI)."""
         import warnings
+
+        from ..evaluation.errors import IgnoredOptionWarning
 
         defaults = {
             f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -226,7 +228,7 @@ class DPORRConfig:
             warnings.warn(
                 f"{', '.join(f'`{n}`' for n in changed)} only appl{'ies' if len(changed) == 1 else 'y'} to "
                 f"method={other!r} and {'is' if len(changed) == 1 else 'are'} ignored with method={self.method!r}",
-                UserWarning, stacklevel=3,
+                IgnoredOptionWarning, stacklevel=3,
             )
         if self.method != "grpo":
             return
@@ -245,7 +247,7 @@ class DPORRConfig:
             warnings.warn(
                 f"method='grpo' samples every completion with the first of `recipes` ({recipes[0]!r}); "
                 f"{', '.join(repr(r) for r in recipes[1:])} ignored",
-                UserWarning, stacklevel=3,
+                IgnoredOptionWarning, stacklevel=3,
             )
 
     @property

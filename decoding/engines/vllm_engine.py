@@ -110,6 +110,25 @@ def _on_cpu() -> bool:
         return True
 
 
+def load_error(name: str, err: BaseException, cpu: bool, settings: EngineSettings) -> DataError:
+    """The one line of a ``vllm.LLM`` that failed to build; no memory for the KV cache names the knob of the device.
+
+    vLLM's own text names ``gpu_memory_utilization``, which a CPU build ignores:
+    there the KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB of RAM.
+    """
+    text = " ".join(str(err).split())
+    if "cache blocks" not in text and not ("KV cache" in text and "memory" in text):
+        return DataError(f"vLLM could not load {name!r}: {text[:300]}")
+    if cpu:
+        space = os.environ.get("VLLM_CPU_KVCACHE_SPACE", str(settings.cpu_kv_cache_gib))
+        fix = (f"on CPU the KV cache is VLLM_CPU_KVCACHE_SPACE GiB of RAM (now {space}): set it higher, "
+               "e.g. VLLM_CPU_KVCACHE_SPACE=4, or shorten the context (max_model_len)")
+    else:
+        fix = (f"raise gpu_memory_utilization (now {settings.gpu_memory_utilization:g}), free the GPU of "
+               "other processes, or shorten the context (max_model_len)")
+    return DataError(f"vLLM could not load {name!r}: no memory left for the KV cache blocks; {fix}")
+
+
 class VllmEngine:
     """An in-process ``vllm.LLM`` serving one model, with ``EvenhandLogitsProcessor`` loaded.
 
@@ -257,7 +276,7 @@ class VllmEngine:
         try:
             return LLM(**{k: v for k, v in kwargs.items() if v is not None})
         except (OSError, ValueError) as err:
-            raise DataError(f"vLLM could not load {self.name!r}: {' '.join(str(err).split())[:300]}") from None
+            raise load_error(self.name, err, cpu, s) from None
 
     def _model_context(self) -> int:
         from transformers import AutoConfig

@@ -100,7 +100,13 @@ def expect(value: Any, types: type | tuple[type, ...], where: str, field: str, w
 
 
 def _num(x: float) -> str:
+    """A bound as written: an int as an int (``9223372036854775807``, never ``9.22337e+18``), a float short."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+
 
 
 def _describe(low: float | None, high: float | None, low_open: bool, high_open: bool, integer: bool) -> str:
@@ -142,7 +148,7 @@ def check_number(
     )
     if not ok_type or (isinstance(value, float) and not math.isfinite(value)):
         raise DataError(f"{loc}{name} must be {want}, got {_short(value)}")
-    number = float(cast(float, value))  # an int or a finite float by now
+    number = cast(float, value)  # an int or a finite float by now; ints compare exactly (no float rounding)
     if low is not None and (number < low or (low_open and number == low)):
         raise DataError(f"{loc}{name} must be {want}, got {_short(value)}")
     if high is not None and (number > high or (high_open and number == high)):

@@ -91,27 +91,76 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return target
 
 
+def foreign_entry(folder: Path) -> Path | None:
+    """The first entry under ``folder`` that is not a regular file or a real folder (a link, a FIFO...), else None.
+
+    Replacing or removing a folder of ours deletes only those two kinds: a
+    symlink (whose target is someone else's) or a device is never deleted.
+    """
+    for entry in sorted(folder.iterdir()):
+        mode = entry.lstat().st_mode
+        if stat.S_ISDIR(mode):
+            found = foreign_entry(entry)
+            if found is not None:
+                return found
+        elif not stat.S_ISREG(mode):
+            return entry
+    return None
+
+
+def remove_folder(folder: Path) -> None:
+    """Remove ``folder``: its regular files and real folders only (OutputError naming anything else, first)."""
+    from ..errors import OutputError
+
+    found = foreign_entry(folder)
+    if found is not None:
+        raise OutputError(f"{found}: not a regular file or folder, so not removed; move it out of {folder}")
+    for entry in sorted(folder.iterdir()):
+        if stat.S_ISDIR(entry.lstat().st_mode):
+            remove_folder(entry)
+        else:
+            entry.unlink()
+    folder.rmdir()
+
+
 @contextlib.contextmanager
 def atomic_folder(folder: str | Path, prefix: str | None = None) -> Iterator[Path]:
-    """A temporary sibling folder to fill; it replaces ``folder`` when the block ends without error.
+    """A temporary sibling folder to fill; it replaces ``folder`` whole when the block ends without error.
 
     The temporary folder (``prefix`` + random beside ``folder``; by default
-    ``.<name>.tmp-XXXX``, mode 0o755)
-    is renamed into place with ``os.replace``, after removing an existing
-    ``folder`` (a stale, unfinished one); so ``folder`` appears whole or not
-    at all. On an exception the temporary folder is removed and ``folder`` is
-    left as it was. Write its files with the atomic writers of this package.
+    ``.<name>.tmp-XXXX``, mode 0o755) is renamed into place: an existing
+    ``folder`` (an earlier or unfinished one) is first renamed aside, then
+    removed once the new one is in place, so nothing of the old one stays
+    beside the new files. Only regular files and real folders are removed
+    (``remove_folder``): an existing ``folder`` holding anything else (a link,
+    a FIFO) raises OutputError before the block runs. On an exception the
+    temporary folder is removed and ``folder`` is left as it was. Write its
+    files with the atomic writers of this package.
     """
+    from ..errors import OutputError
+
     folder = Path(folder)
+    if folder.is_symlink():
+        folder = folder.resolve()  # a link to a folder: its target is the output
+    if folder.is_dir():
+        found = foreign_entry(folder)
+        if found is not None:
+            raise OutputError(f"{found}: not a regular file or folder; replacing {folder} would delete it: move it "
+                              "out, or give another folder")
     with write_errors(folder):
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=prefix or f".{folder.name}.tmp-", dir=folder.parent))
     try:
         tmp.chmod(0o755)
         yield tmp
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
+        with write_errors(folder):
+            if folder.exists():
+                aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+                os.replace(folder, aside)  # onto the empty folder just made
+                os.replace(tmp, folder)
+                remove_folder(aside)
+            else:
+                os.replace(tmp, folder)
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)  # our own temporary folder, never a user's

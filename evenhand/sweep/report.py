@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from evenhand.evaluation.errors import DataError
-from evenhand.evaluation.io.atomic import atomic_open, atomic_write_bytes
+from evenhand.evaluation.errors import DataError, OutputError
+from evenhand.evaluation.io.atomic import atomic_folder, atomic_open, atomic_write_bytes
 from evenhand.evaluation.io.csv_file import write_csv
 from evenhand.evaluation.io.locks import output_lock
 from evenhand.evaluation.scoring.legend import legend_lines
@@ -444,6 +444,10 @@ def build_report(
         return _build(stored, results, out, rank_by, n_bootstrap, seed)
 
 
+#: What a report writes into --out: the page, its plots and tables.
+REPORT_SUFFIXES = (".html", ".png", ".csv")
+
+
 def check_report_dir(out: Path) -> None:
     """``--out`` must be a writable folder (or absent) whose page, plots and tables are regular files."""
     from evenhand.evaluation.io.locks import lock_path
@@ -451,15 +455,25 @@ def check_report_dir(out: Path) -> None:
 
     check_output_dir(out, "--out", files=("index.html", "cells.csv"))
     check_output_path(lock_path(out), "--out")
-    if out.is_dir():
+    if out.is_dir():  # replaced whole: only an earlier report's files may be in it
         for entry in sorted(out.iterdir()):
-            if entry.suffix in (".png", ".csv", ".html"):
-                check_output_path(entry, "--out")
+            if entry.suffix not in REPORT_SUFFIXES or entry.is_symlink() or not entry.is_file():
+                raise OutputError(
+                    f"--out {out}: holds {entry.name}, which no report writes, and the report replaces the "
+                    "folder whole; give a new or empty folder, or an earlier report's folder"
+                )
 
 
 def _build(stored: StoredResults, results: str | Path | StoredResults, out: Path, rank_by: str,
            n_bootstrap: int, seed: int) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
+    """The report written into a new folder that replaces ``out`` whole (no earlier plot or table stays)."""
+    with atomic_folder(out, prefix=f".{out.name}.report-") as staging:
+        _write_report(stored, results, staging, rank_by, n_bootstrap, seed)
+    return out / "index.html"
+
+
+def _write_report(stored: StoredResults, results: str | Path | StoredResults, out: Path, rank_by: str,
+                  n_bootstrap: int, seed: int) -> None:
     datasets: dict[str, list[ResultRow]] = defaultdict(list)
     for r in stored.rows:
         datasets[r.dataset].append(r)
@@ -473,10 +487,8 @@ def _build(stored: StoredResults, results: str | Path | StoredResults, out: Path
         parts.append((ds, sections))
     _write_csv(out / "cells.csv", overview)
     page = _html(stored, parts, overview, results if not isinstance(results, StoredResults) else None)
-    path = out / "index.html"
-    with atomic_open(path) as f:  # written last: a page exists only for a finished report
+    with atomic_open(out / "index.html") as f:
         f.write(page)
-    return path
 
 
 _CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}

@@ -14,6 +14,7 @@ writes its own shard file; the main process merges the shards at the end
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -355,8 +356,11 @@ def stored_settings(store: ResultStore, results: Path) -> dict[str, Any]:
     return found
 
 
-def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> dict[str, Any]:
+def check_freshness(store: ResultStore | None, config: SweepConfig, results: Path) -> dict[str, Any]:
     """Refuse finished rows whose data or model changed; return what scoring the finished rows lack.
+
+    ``store`` (None: no file yet) is only read: the returned ``datasets`` and
+    ``models`` are the meta values the sweep stores once every check passed.
 
     The store's meta records each data set's SHA-256 (``datasets``), each cell
     model's content identity (``models``) and the scoring (``scoring``). A data
@@ -365,9 +369,9 @@ def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> d
     a factuality scorer that changed, is not an error: the returned dict names
     them and the runner scores the finished rows' summaries with them.
     """
-    old = stored_settings(store, results)
+    old = stored_settings(store, results) if store is not None else {}
     datasets, models = data_digests(config), model_digests(config)
-    finished = store.finished_datasets_and_models()
+    finished = store.finished_datasets_and_models() if store is not None else {"datasets": set(), "models": set()}
     for name, digest in datasets.items():
         before = old.get("datasets", {}).get(name)
         if before is not None and before != digest and name in finished["datasets"]:
@@ -384,7 +388,7 @@ def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> d
                 "differs); reusing them would mix two models: write to a new --results file (or delete this one)"
             )
     missing: dict[str, Any] = {"metrics": [], "extra_scorers": [], "factuality": False}
-    if "scoring" in old and store.has_rows():
+    if "scoring" in old and store is not None and store.has_rows():
         before = old["scoring"]
         missing["metrics"] = [m for m in config.metrics if m not in before.get("metrics", [])]
         missing["extra_scorers"] = [m for m in config.extra_scorers if m not in before.get("extra_scorers", [])]
@@ -397,8 +401,8 @@ def check_freshness(store: ResultStore, config: SweepConfig, results: Path) -> d
         merged_scoring["metrics"] = list(dict.fromkeys([*old["scoring"].get("metrics", []), *config.metrics]))
         merged_scoring["extra_scorers"] = list(dict.fromkeys(
             [*old["scoring"].get("extra_scorers", []), *config.extra_scorers]))
-    store.set_meta("datasets", json.dumps({**old.get("datasets", {}), **datasets}, sort_keys=True))
-    store.set_meta("models", json.dumps({**old.get("models", {}), **models}, sort_keys=True, default=str))
+    missing["datasets"] = {**old.get("datasets", {}), **datasets}
+    missing["models"] = {**old.get("models", {}), **models}
     missing["scoring"] = merged_scoring
     return missing
 
@@ -414,13 +418,15 @@ def _run_locked(
     from evenhand.evaluation.io.progress import Progress
     from evenhand.sweep import hookups
 
+    if path.is_file() and path.stat().st_size:  # every refusal on a read-only view first: a refused sweep leaves the file byte-identical
+        with contextlib.closing(ResultStore(path, read_only=True)) as existing:
+            check_same_sweep(existing, config, results, merge)
+            missing = check_freshness(existing, config, results)
+    else:
+        missing = check_freshness(None, config, results)
     store = ResultStore(path, also_read=[results, *shard_paths(results)])
-    try:
-        check_same_sweep(store, config, results, merge)
-        missing = check_freshness(store, config, results)
-    except BaseException:
-        store.close()
-        raise
+    store.set_meta("datasets", json.dumps(missing.pop("datasets"), sort_keys=True))
+    store.set_meta("models", json.dumps(missing.pop("models"), sort_keys=True, default=str))
     store.set_meta("name", config.name)
     store.set_meta("config", config.text)
     store.add_cells(config.cells)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.errors import DataError, IgnoredOptionWarning
 
 SCHEMA_VERSION = 1
 
@@ -139,6 +139,20 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """An existing results file opened read-only (``mode=ro``): DataError when it is none."""
+    try:
+        conn = sqlite3.connect(_read_only(path), uri=True, timeout=60.0)
+        conn.execute("SELECT key, value FROM meta LIMIT 1").fetchall()
+        conn.execute("SELECT cell_id FROM rows LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as err:
+        raise DataError(
+            f"{path}: not an evenhand results file ({err}); give --results a new path or a file "
+            "written by `evenhand sweep`"
+        ) from None
+    return conn
+
+
 class ResultStore:
     """A writer on one results (or shard) file.
 
@@ -147,9 +161,11 @@ class ResultStore:
         also_read: more files whose finished rows count as done (other shards, the merged file).
     """
 
-    def __init__(self, path: str | Path, also_read: Iterable[str | Path] = ()) -> None:
+    def __init__(self, path: str | Path, also_read: Iterable[str | Path] = (), read_only: bool = False) -> None:
         self.path = Path(path)
-        self.conn = connect(self.path)
+        # read-only: an existing file checked before a sweep may write to it (a refused sweep changes nothing:
+        # no WAL switch, no -wal/-shm files, not one byte)
+        self.conn = _connect_read_only(self.path) if read_only else connect(self.path)
         self._done: set[tuple[str, str, int, str]] = set(self._keys(self.conn))
         for other in also_read:
             other = Path(other)
@@ -333,23 +349,33 @@ def _own_files(path: Path, files: list[Path]) -> list[Path]:
 
     Shards are named by the results file (``r.part0-of2.sqlite``), so one left
     by another sweep with the same ``--results`` name would mix its cells in; its
-    stored config must equal the results file's (when that file exists). A
-    skipped shard gets a one-line warning naming it.
+    stored config must equal the results file's (a file without one included). A
+    skipped shard gets a one-line warning naming it and the fix. Without a
+    results file, the shards must hold one sweep: shards of two are refused
+    (DataError), since which is this report's cannot be told.
     """
+    shards = [shard for shard in files if shard != path]
+    if not shards:
+        return files
     if not path.exists():
+        first = _sweep_config(shards[0])
+        other = next((shard for shard in shards[1:] if _sweep_config(shard) != first), None)
+        if other is not None:
+            raise DataError(
+                f"{other}: a shard of another sweep than {shards[0].name} (their configs differ) and no {path.name} "
+                f"to tell which is this report's; remove the other sweep's shards, or merge each into a results file "
+                f"with its own sweep (`evenhand sweep --config ITS_YAML --results {path.name} --merge`)"
+            )
         return files
     own = _sweep_config(path)
-    if own is None:
-        return files
     kept = [path]
-    for shard in files:
-        if shard == path:
-            continue
+    for shard in shards:
         if _sweep_config(shard) == own:
             kept.append(shard)
         else:
             warnings.warn(f"{shard}: skipped, written by another sweep than {path.name} (its config differs); "
-                          "move it away or run that sweep to merge it", stacklevel=3)
+                          "remove it, or merge it with its own sweep (`evenhand sweep --config ITS_YAML "
+                          f"--results {path.name} --merge`)", IgnoredOptionWarning, stacklevel=3)
     return kept
 
 
