@@ -593,7 +593,10 @@ def _value(token: str) -> float | None:
     if token[0].isdigit():
         if re.fullmatch(r"\d{1,3}(?:,\d{3})+", token):
             return float(token.replace(",", ""))
-        return float(token.replace(",", "."))
+        try:
+            return float(token.replace(",", "."))
+        except ValueError:  # "1.836.18": dotted like a version or a date, not one number
+            return None
     if low in _UNITS and low != "one":  # "one" is a pronoun as often as a number
         return float(_UNITS[low])
     if low in _TENS:
