@@ -12,6 +12,7 @@ from evenhand.evaluation.metrics.binary_meta_eval import (
     balanced_accuracy,
     check_labelled,
     choose_threshold,
+    evaluate_labelled,
     evaluate_protocol,
     first_rows,
     load_labelled,
@@ -126,6 +127,22 @@ def test_a_split_without_both_classes_is_refused(tmp_path):
     check_labelled(data, ["evaluation"], "--data")
     with pytest.raises(DataError, match=r"'toy' has only label 1 in split `test`.*--split evaluation"):
         check_labelled(data, ["evaluation", "test"], "--data")
+
+
+def test_evaluate_labelled_per_domain_and_on_evaluation_only(tmp_path):
+    data = load_labelled(_summedits(tmp_path / "summedits_toy.json", TOY))
+    scores = [0.9, 0.1, 0.8, 0.2, 0.7, 0.3, 0.15, 0.6]
+    [(domain, result)] = evaluate_labelled(data, scores).items()
+    # evaluation: consistent 0.9, 0.8, inconsistent 0.1, 0.2 -> threshold (0.2 + 0.8) / 2
+    assert domain == "toy" and result.threshold == pytest.approx(0.5)
+    assert result.evaluation_balanced_accuracy == 1.0
+    # test >= 0.5: 0.7 (consistent), 0.6 (inconsistent) -> TPR 1/2, TNR 1/2; AUC: 0.7 beats both, 0.15 none
+    assert result.test_balanced_accuracy == pytest.approx(0.5) and result.test_roc_auc == pytest.approx(0.5)
+    evaluation = data.select(data.rows_of_split("evaluation"))
+    only = evaluate_labelled(evaluation, scores[:4], ("evaluation",))["toy"]
+    assert only.threshold == pytest.approx(0.5) and only.test_balanced_accuracy is None
+    with pytest.raises(ValueError, match="4 scores for 8 rows"):
+        evaluate_labelled(data, scores[:4])
 
 
 def test_first_rows_keeps_the_first_of_each_split(tmp_path):

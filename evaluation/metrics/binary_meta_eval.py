@@ -191,10 +191,35 @@ class LabelledSet:
         return [i for i, (d, s) in enumerate(zip(self.domains, self.splits))
                 if d == domain and (split is None or s == split)]
 
+    def rows_of_split(self, split: str) -> list[int]:
+        """Indices of every row of ``split`` (all domains), in file order."""
+        return [i for i, s in enumerate(self.splits) if s == split]
+
     def select(self, keep: Sequence[int]) -> LabelledSet:
         """A new set holding only the rows ``keep``, in that order."""
         return LabelledSet(*([getattr(self, f)[i] for i in keep]
                              for f in ("ids", "documents", "summaries", "labels", "splits", "domains")))
+
+
+def evaluate_labelled(
+    data: LabelledSet, scores: Sequence[float], splits: Sequence[str] = SPLITS,
+) -> dict[str, ProtocolResult]:
+    """Per domain of ``data``, :func:`evaluate_protocol` of ``scores`` (one per row of ``data``, in order).
+
+    ``splits``: ``("evaluation", "test")`` (the published protocol) or ``("evaluation",)``
+    to choose settings without touching test; rows of other splits are ignored.
+    To score only the evaluation rows: ``data.select(data.rows_of_split("evaluation"))``.
+    """
+    if len(scores) != len(data):
+        raise ValueError(f"{len(scores)} scores for {len(data)} rows; give one score per row, in order")
+    if tuple(splits) not in (SPLITS, SPLITS[:1]):
+        raise ValueError(f"`splits` must be {SPLITS} or {SPLITS[:1]}, got {tuple(splits)}")
+    out = {}
+    for domain in data.domain_names():
+        parts = [([scores[i] for i in data.rows(domain, s)], [data.labels[i] for i in data.rows(domain, s)])
+                 for s in splits]
+        out[domain] = evaluate_protocol(*parts[0], *(parts[1] if len(parts) > 1 else (None, None)))
+    return out
 
 
 def domain_of(path: str | Path) -> str:

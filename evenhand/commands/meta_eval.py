@@ -182,7 +182,7 @@ def run_labelled(args: argparse.Namespace, names: list[str]) -> int:
     from evenhand.evaluation.io.json_file import write_json
     from evenhand.evaluation.metrics.binary_meta_eval import (
         check_labelled,
-        evaluate_protocol,
+        evaluate_labelled,
         first_rows,
         load_labelled,
     )
@@ -212,27 +212,23 @@ def run_labelled(args: argparse.Namespace, names: list[str]) -> int:
                 continue
             [scorer] = build_scorers(args, [name])
             for domain in todo:
-                keep = [i for s in splits for i in data.rows(domain, s)]
+                part = data.select([i for i in data.rows(domain) if data.splits[i] in splits])
                 start = time.perf_counter()
-                details = scorer.score_details([[data.documents[i]] for i in keep], [data.summaries[i] for i in keep])
+                details = scorer.score_details([[d] for d in part.documents], part.summaries)
                 seconds = time.perf_counter() - start
-                score = {i: float(d["score"]) for i, d in zip(keep, details)}
-                by_split = [
-                    ([score[i] for i in data.rows(domain, s)], [data.labels[i] for i in data.rows(domain, s)])
-                    for s in splits
-                ]
-                result = evaluate_protocol(*by_split[0], *(by_split[1] if len(by_split) > 1 else (None, None)))
+                scores = [float(d["score"]) for d in details]
+                result = evaluate_labelled(part, scores, splits)[domain]
                 row: dict[str, Any] = {"run": run_key(name, domain), "scorer": name, "domain": domain,
                                        **result.as_row()}
                 backend = details[0].get("backend") or details[0].get("judge") or details[0].get("model")
                 if backend:
                     row["backend"] = backend
-                row["ids"] = [data.ids[i] for i in keep]
-                row["scores"] = [score[i] for i in keep]
+                row["ids"] = part.ids
+                row["scores"] = scores
                 store.append([row])  # no timing in the row: same inputs, same bytes
-                seconds_per[run_key(name, domain)] = seconds / len(keep)
+                seconds_per[run_key(name, domain)] = seconds / len(part)
                 write_json(timings, seconds_per)
-                print(f"{name} on {domain}: {len(keep)} summaries in {seconds:.1f} s")
+                print(f"{name} on {domain}: {len(part)} summaries in {seconds:.1f} s")
     rows = [store.records[run_key(n, d)] for n in names for d in domains]
     write_csv(table, table_rows(rows, domains, args.split))
     print(labelled_table(rows, domains, args.split))
