@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="auto",
-        help="Input format (default: auto: a .jsonl file, or a JSON list whose first row has `label`, is labelled; "
-        "else controlled).",
+        help="Input format (default: auto). auto reads a .jsonl file, or a JSON list whose first row has `label`, "
+        "as labelled, anything else as controlled.",
     )
     parser.add_argument(
         "--split", choices=("test", "evaluation"), default="test",
