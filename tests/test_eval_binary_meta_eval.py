@@ -65,6 +65,17 @@ def test_protocol_chooses_on_evaluation_and_reports_test():
     assert only.test_balanced_accuracy is None and "test_balanced_accuracy" not in only.as_row()
 
 
+def test_printed_table_puts_the_published_rows_beside_with_their_means():
+    from evenhand.commands.meta_eval import labelled_table
+
+    rows = [{"scorer": "s", "domain": d, "test_balanced_accuracy": v, "test_roc_auc": 0.5}
+            for d, v in (("news", 0.5), ("sales_email", 0.6), ("qmsumm", 0.7), ("ectsum", 0.8))]
+    table = labelled_table(rows, ["news", "sales_email", "qmsumm", "ectsum"], "test")
+    assert table.splitlines()[2].split() == ["s", "50.0", "60.0", "70.0", "80.0", "65.0"]
+    qafacteval = next(line for line in table.splitlines() if "QAFactEval" in line)
+    assert qafacteval.split() == ["QAFactEval", "74.4", "63.6", "62.4", "72.6", "68.3"]  # 68.25 rounds up
+
+
 def test_one_class_is_refused():
     with pytest.raises(ValueError, match="both classes"):
         choose_threshold([0.1, 0.2], [1, 1])
