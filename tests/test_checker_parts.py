@@ -107,6 +107,9 @@ def test_numbers_are_facts_with_what_they_count():
     assert unsupported_numbers("It broke after four days", docs) == [4.0]
     assert unsupported_numbers("It cost 40 euros, 30 in all", docs) == [40.0]
     assert unsupported_numbers("Three reviewers rated it two stars", docs) == []
+    # 1,836.18 raised ValueError on a SummEdits news document; a dotted version is no number
+    assert numbers("Revenue was 1,836.18 euros in release 1.2.3 and costs 4 million dollars") == [
+        (1836.18, "euros"), (4000000.0, "dollars")]
 
 
 def test_majority_aggregates_over_half_the_documents():

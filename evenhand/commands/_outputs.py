@@ -35,7 +35,7 @@ def open_results(args: argparse.Namespace, command: str, options: dict[str, Any]
     """The ``ResumableJsonl`` of ``args.out``, its manifest built from what changes results.
 
     The manifest holds the command, the model's identity (when the command has
-    ``--model``), ``options`` and the SHA-256 of ``--data``; resuming with any of
+    ``--model``), ``options`` and the SHA-256 of ``--data`` (a list of them for several files); resuming with any of
     them changed is refused (``--force-resume`` overrides).
     """
     from evenhand.evaluation.io.digests import file_sha256
@@ -47,7 +47,9 @@ def open_results(args: argparse.Namespace, command: str, options: dict[str, Any]
 
         manifest["model"] = model_identity(args.model)
     manifest["options"] = options
-    manifest["data"] = {"sha256": file_sha256(args.data)}
+    data = args.data  # one file, or several (meta-eval's labelled files): one digest each
+    digests = file_sha256(data) if isinstance(data, (str, Path)) else [file_sha256(p) for p in data]
+    manifest["data"] = {"sha256": digests}
     return ResumableJsonl(
         args.out, key=key, resume=args.resume, manifest=manifest, force_resume=args.force_resume
     )

@@ -591,9 +591,12 @@ _NEUTRAL = {"", "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "fo
 def _value(token: str) -> float | None:
     low = token.lower()
     if token[0].isdigit():
-        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", token):
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token):  # 1,200 and 1,836.18
             return float(token.replace(",", ""))
-        return float(token.replace(",", "."))
+        try:
+            return float(token.replace(",", "."))
+        except ValueError:  # "1.2.3", a version or a date: not one number
+            return None
     if low in _UNITS and low != "one":  # "one" is a pronoun as often as a number
         return float(_UNITS[low])
     if low in _TENS:
