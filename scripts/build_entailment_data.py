@@ -42,12 +42,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from evenhand.evaluation.io.atomic import atomic_open, atomic_write_bytes
+from evenhand.evaluation.text.sentences import split_sentences
 
-from evaluation.io.atomic import atomic_open, atomic_write_bytes  # noqa: E402
-from evaluation.text.sentences import split_sentences  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 NGRAM = 8
 QAGS_WORDS = 90
