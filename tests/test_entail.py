@@ -127,6 +127,16 @@ def test_training_is_byte_for_byte_reproducible_and_the_file_loads(tmp_path):
     both = inf.score(sources, summaries)
     single = [inf.score([s], [m])[0] for s, m in zip(sources, summaries)]
     assert [r["score"] for r in both] == pytest.approx([r["score"] for r in single], abs=1e-5)
+    # the `checker` scorer on this folder without rules is the plain max-mean, and names the model
+    from evenhand.evaluation.data.schema import Document, Example
+    from evenhand.evaluation.scoring.registry import get_scorer
+
+    scorer = get_scorer("checker", folder=str(folders[0]), rules=False, k=1, chunk_words=8, device="cpu",
+                        progress=False)
+    examples = [Example(f"e{i}", [Document(docs[0], None)]) for i, docs in enumerate(sources)]
+    records = scorer.score_details(examples, summaries)
+    assert [r["score"] for r in records] == pytest.approx([r["score"] for r in both], abs=1e-5)
+    assert records[0]["backend"].startswith(loaded.name) and records[0]["claims"] == 2
 
     # a base model with other content is refused with one clear line
     base = tmp_path / "base"
