@@ -46,7 +46,7 @@ def summaries(i: int, count: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--folder", default="", help="Entailment model folder (default: the shipped one).")
     parser.add_argument("--sources", type=int, default=4)
     parser.add_argument("--candidates", type=int, default=4)
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         scorer.score(examples, outputs)
         rate = len(outputs) / (time.monotonic() - start)
         base = base or rate
-        print(f"{label:<32} {rate:7.2f} summaries/s  {rate / base:5.2f}x   {scorer.backend_name.split(' (')[0]}",
+        name = str(getattr(scorer, "backend_name", "")).split(" (")[0]
+        print(f"{label:<32} {rate:7.2f} summaries/s  {rate / base:5.2f}x   {name}",
               flush=True)
     return 0
 

@@ -56,7 +56,7 @@ def read_rows(folder: Path) -> dict[str, list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", default="../shared/data/summedits")
     parser.add_argument("--entail", default=None, help="An entailment model folder: score with the inferencer.")
     parser.add_argument("--scorer", default=None, help="A registered scorer name instead.")
