@@ -289,7 +289,11 @@ def load_model(
     model.head.load_state_dict({k[len("head."):]: v for k, v in trained.items() if k.startswith("head.")})
     model.modules().eval()
     if int8:
-        model.encoder = torch.ao.quantization.quantize_dynamic(model.encoder, {torch.nn.Linear}, dtype=torch.qint8)
+        import warnings
+
+        with warnings.catch_warnings():  # torch's deprecation notice of its quantized tensors, on every load
+            warnings.simplefilter("ignore", UserWarning)
+            model.encoder = torch.ao.quantization.quantize_dynamic(model.encoder, {torch.nn.Linear}, dtype=torch.qint8)
     model.modules().to(device)
     model.name = model_name(folder) + (" int8" if int8 else "")
     _LOADED[key] = model
