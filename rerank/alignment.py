@@ -9,12 +9,14 @@ Three backends share one method, ``pair_probs(premises, hypotheses)``:
   loaded into ``AutoModel.from_config`` — no pytorch-lightning, no pickle.
 - ``NliClassifier``: any sequence-classification NLI model; p = softmax(logits)
   at the label whose ``config.id2label`` name starts with "entail".
-- ``CheckerBackend`` (``model="checker"``): evenhand's own trained checker
-  (``evenhand.rerank.checker``, a MiniLM cross-encoder trained on synthetic
-  corruptions of source texts, built on first use): p = its p(premise supports
-  claim). It reads the pair jointly, so it sees negation, polarity and
-  quantity that cosine similarity misses; it is not an NLI model, and every
-  output that uses it names it ``evenhand-checker <key> (...)``.
+- ``CheckerBackend`` (``model="checker"``): evenhand's own trained model: the
+  shipped entailment model (``evenhand.rerank.entail``, a MiniLM cross-encoder
+  trained on public labelled pairs; named ``evenhand-entail <sha8> (...)``)
+  when the package has one, else the issue-33 checker (``evenhand.rerank.checker``,
+  trained on synthetic corruptions of source texts, built on first use; named
+  ``evenhand-checker <key> (...)``): p = its p(premise supports claim). It reads
+  the pair jointly, so it sees negation, polarity and quantity that cosine
+  similarity misses.
 - ``MiniLMFallback``: offline stand-in on the embedded all-MiniLM-L6-v2:
   p = max(0, cos(e(premise), e(hypothesis))) with mean-pooled, normalized
   embeddings. It measures similarity, not entailment; every output that uses
@@ -311,18 +313,29 @@ class CheckerBackend(AlignBackend):
     """
 
     def __init__(self, folder: str | Path | None = None, device: str | None = None, max_length: int = 256):
-        from .checker.model import checker_dir, load_checker
+        from .checker.model import load_checker
+        from .entail.model import has_model, load_model
 
-        self.model = load_checker(folder, _device(device), max_length)
-        self.name = checker_backend_name(Path(folder) if folder else checker_dir())
+        if has_model(folder):
+            self.model = load_model(folder, _device(device), max_length)
+        else:
+            self.model = load_checker(folder, _device(device), max_length)
+        self.name = checker_backend_name(Path(folder) if folder else None)
 
     def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         return self.model.probs(premises, hypotheses, batch_size)
 
 
-def checker_backend_name(folder: Path) -> str:
-    """How every output names the checker backend of ``folder``."""
-    return f"evenhand-checker {folder.name} (MiniLM cross-encoder trained by evenhand, not NLI)"
+def checker_backend_name(folder: Path | None = None) -> str:
+    """How every output names the checker backend of ``folder`` (default: the shipped entailment model, else the
+    issue-33 recipe's checker)."""
+    from .entail.model import has_model, model_name
+
+    if has_model(folder):
+        return f"{model_name(folder)} (MiniLM cross-encoder trained by evenhand on labelled pairs)"
+    from .checker.model import checker_dir
+
+    return f"evenhand-checker {(folder or checker_dir()).name} (MiniLM cross-encoder trained by evenhand, not NLI)"
 
 
 _LOADED: dict[tuple[Any, ...], AlignBackend] = {}
@@ -397,9 +410,7 @@ class AlignmentBackendMixin:
         if model in FALLBACK_ALIASES:
             return FALLBACK_NAME
         if model in CHECKER_ALIASES:
-            from .checker.model import checker_dir
-
-            return checker_backend_name(checker_dir())
+            return checker_backend_name()
         if Path(model).suffix in _CHECKPOINT_SUFFIXES:
             return f"{model} (AlignScore on {self.config.base_model})"
         return f"{model} (NLI)"

@@ -1,11 +1,16 @@
-"""``evenhand build-checker``: train evenhand's offline faithfulness checker into the cache.
+"""``evenhand build-checker``: train evenhand's checker models.
 
-    evenhand build-checker                  # the default recipe (reused when already built)
+    evenhand build-checker                  # the issue-33 checker into the cache (reused when already built)
     evenhand build-checker --seed 1 --force
+    evenhand build-checker --train-file train.jsonl --out rerank/entail/weights --max-pairs 6000
 
-Prints the checker's cache folder and how long the build took; the ``checker``
-scorer uses the default recipe's folder, or the one given as ``checker`` config
-``folder``. See ``evenhand.rerank.checker.model`` for what is trained on what.
+With ``--train-file`` (a JSONL of ``{"premise", "hypothesis", "label": 1|0}``
+rows) it trains the entailment model (``evenhand.rerank.entail.model``) and
+writes ``entail.safetensors`` + ``entail.json`` into ``--out``: the same file,
+options and ``--threads`` rebuild the same ``entail.safetensors`` byte for byte
+(``entail.json`` also records the timings, which differ). Without it, it
+builds the issue-33 checker (``evenhand.rerank.checker.model``) into the cache
+and prints its folder.
 """
 
 from __future__ import annotations
@@ -13,27 +18,78 @@ from __future__ import annotations
 import argparse
 
 NAME = "build-checker"
-HELP = ("Train evenhand's offline faithfulness checker (a MiniLM cross-encoder, synthetic pairs from "
-        "source texts) into the cache; print its folder.")
+HELP = ("Train evenhand's entailment model from a labelled pair file (--train-file, --out), or the issue-33 "
+        "checker (synthetic pairs from source texts) into the cache; print its folder.")
+#: Options of the entailment model (``EntailOptions``) that the issue-33 checker does not have.
+_ENTAIL_ONLY = ("max_pairs", "threads")
+_CHECKER_ONLY = ("rounds", "epochs")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The training options (``CheckerOptions``), the corpus, --force and --quiet."""
+    """The training options of both models, the inputs, --force and --quiet."""
+    import dataclasses
+
     from evenhand.args import add_dataclass_arguments
     from evenhand.rerank.checker.model import CheckerOptions
+    from evenhand.rerank.entail.model import EntailOptions
 
     add_dataclass_arguments(parser, CheckerOptions)
+    shared = tuple(f.name for f in dataclasses.fields(EntailOptions) if f.name not in _ENTAIL_ONLY)
+    add_dataclass_arguments(parser, EntailOptions, skip=shared)
+    defaults = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(EntailOptions))
+    parser.add_argument(
+        "--train-file", default=None,
+        help="JSONL of {premise, hypothesis, label 1/0} rows: train the entailment model on it (needs --out; "
+        f"defaults then: {defaults}).",
+    )
+    parser.add_argument("--out", default=None, help="Folder to write the entailment model to (with --train-file).")
     parser.add_argument(
         "--corpus", default=None,
-        help="JSONL of source examples ({\"documents\": [{\"text\", \"group\"}]}) to train on "
-        "(default: the shipped corpus of source texts; never summaries).",
+        help="JSONL of source examples ({\"documents\": [{\"text\", \"group\"}]}) to train the issue-33 checker "
+        "on (default: the shipped corpus of source texts; never summaries).",
     )
     parser.add_argument("--force", action="store_true", help="Train anew even when the checker is cached.")
     parser.add_argument("--quiet", action="store_true", help="No progress lines while training.")
 
 
+def _build_entail(args: argparse.Namespace) -> int:
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from evenhand.args import config_from_args
+    from evenhand.decoding.models import minilm_path
+    from evenhand.evaluation.errors import DataError
+    from evenhand.rerank.entail.model import (
+        EntailOptions,
+        read_pairs,
+        save_model,
+        stderr_log,
+        train,
+    )
+
+    for name in (*_CHECKER_ONLY, "corpus"):
+        if getattr(args, name) is not None:
+            raise DataError(f"--{name.replace('_', '-')} is an option of the issue-33 checker; drop it with "
+                            "--train-file")
+    if not args.out:
+        raise DataError("--train-file needs --out: the folder to write entail.safetensors and entail.json to")
+    if not Path(args.train_file).is_file():
+        raise DataError(f"--train-file {args.train_file}: no such file; give a JSONL of "
+                        "{premise, hypothesis, label} rows")
+    options = config_from_args(EntailOptions, args)
+    pairs = read_pairs(args.train_file)
+    base = minilm_path()
+    model, stats = train(options, pairs, base, log=None if args.quiet else stderr_log)
+    command = "evenhand build-checker " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+    folder = save_model(args.out, model, options, stats, args.train_file, base, command=command)
+    print(f"built {folder} in {stats['train_seconds']} s ({stats['steps']} steps on {stats['pairs']} pairs, "
+          f"{stats['pairs_per_second']} pairs/s, final loss {stats['final_loss']:.3f})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build (or find) the checker and print its folder and build time."""
+    """Build the entailment model (``--train-file``), or build (or find) the issue-33 checker."""
     import json
     import time
     from pathlib import Path
@@ -42,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.errors import DataError
     from evenhand.rerank.checker.model import CheckerOptions, build_checker, checker_dir
 
+    if args.train_file is not None:
+        return _build_entail(args)
+    for name in _ENTAIL_ONLY + ("out",):
+        if getattr(args, name) is not None:
+            raise DataError(f"--{name.replace('_', '-')} is an option of the entailment model; give --train-file")
     options = config_from_args(CheckerOptions, args)
     if args.corpus is not None and not Path(args.corpus).is_file():
         raise DataError(f"--corpus {args.corpus}: no such file; give a JSONL of source examples")

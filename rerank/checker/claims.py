@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from ...evaluation.data.schema import Document, Example
 from ...evaluation.text.numbers import TENS_WORDS, UNIT_WORDS
-from ...evaluation.text.sentences import split_sentences, word_blocks
+from ...evaluation.text.sentences import split_sentences
 from .lexicon import (
     AUTHORS,
     MAJORITY,
@@ -153,7 +153,9 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
     >>> windows("One two. Three four. Five six.", words=4)
     ['One two. Three four.', 'Five six.']
     """
-    return word_blocks(split_sentences(text) or [text], words + 1)  # blocks of at most ``words`` words
+    from ..entail.inferencer import chunks
+
+    return chunks(text, words)
 
 
 _CONTENT = re.compile(r"[a-z0-9]+")

@@ -110,6 +110,7 @@ class CrossEncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(str(base_model))
         self.device = device
         self.max_length = max_length
+        self.name = NAME  # the entailment model's loader names it ``evenhand-entail <sha8>``
 
     def modules(self) -> Any:
         import torch

@@ -21,18 +21,19 @@ from ...evaluation.scoring.registry import register
 from ...evaluation.scoring.scorer import Scorer
 from ...evaluation.text.sentences import alignscore_chunks, split_sentences
 from ..alignment import AlignmentBackendMixin, AlignmentConfig
+from ..entail.inferencer import max_mean as chunk_max_mean
 
 
 def max_mean(probs: Sequence[Sequence[float]]) -> float:
-    """Max over chunks (rows), then mean over claim sentences (columns).
+    """Max over chunks (rows), then mean over claim sentences (columns): ``entail.inferencer.max_mean`` of the
+    grid's columns.
 
     >>> max_mean([[0.2, 0.9], [0.6, 0.1]])  # (0.6 + 0.9) / 2
     0.75
     """
     if not probs or not probs[0]:
         raise ValueError("need at least one chunk and one sentence")
-    columns = list(zip(*probs))
-    return sum(max(col) for col in columns) / len(columns)
+    return chunk_max_mean([list(col) for col in zip(*probs)])
 
 
 @dataclass

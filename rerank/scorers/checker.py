@@ -33,9 +33,14 @@ quotation given to the wrong group); a quotation no document holds is read as us
 The summary's score is the mean over its claims, in [-1, 1] ([0, 1] without
 such claims). A summary without claims scores ``empty_score``.
 
-The checker is a MiniLM cross-encoder trained offline by the project
-(``evenhand build-checker``) — not an NLI or AlignScore model; every record
-names it in ``backend``.
+The model is the entailment model the package ships (``evenhand.rerank.entail``,
+issue 48: a MiniLM cross-encoder trained on public labelled pairs, named
+``evenhand-entail <sha8>``) when there is one, else the issue-33 checker (a
+MiniLM cross-encoder trained on corruptions of ``checker/corpus.jsonl``, named
+``evenhand-checker <key>``); every record names it in ``backend``. With
+``rules`` false, none of the above rules applies: the score is the model's
+plain chunk x sentence max-mean (``entail.inferencer``: each summary sentence
+read with its ``k`` closest chunks of about ``chunk_words`` words).
 """
 
 from __future__ import annotations
@@ -91,8 +96,8 @@ class CheckerScorerConfig(ScorerConfig):
     """Settings of the ``checker`` scorer."""
 
     folder: str = field(default="", metadata={
-        "help": "A checker folder built by `evenhand build-checker` (default: the default recipe's, "
-        "built on first use)."})
+        "help": "An entailment model folder (`evenhand build-checker --train-file`) or an issue-33 checker folder "
+        "(default: the shipped entailment model; without one, the issue-33 recipe's checker, built on first use)."})
     window_words: int = field(default=60, metadata={"help": "Words per premise window of a document."})
     max_length: int = field(default=128, metadata={"help": "Tokens per (window, claim) pair."})
     max_windows: int = field(default=3, metadata={
@@ -117,9 +122,24 @@ class CheckerScorerConfig(ScorerConfig):
     lm_gap: float = field(default=1.5, metadata={
         "help": "Nats per token by which one document must lead the next for `lm_check` to fire (> 0)."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
+    rules: bool = field(default=True, metadata={
+        "help": "Read the summary as claims and apply the phrase rules (groups, quantifiers, numbers, quotations) "
+        "over the model's support; false: the entailment model's plain max-mean over the source's chunks "
+        "(`entail.inferencer`), no rule overriding it."})
+    k: int = field(default=2, metadata={"help": "Without `rules`: chunks read per summary sentence (0: all)."})
+    chunk_words: int = field(default=70, metadata={"help": "Without `rules`: words per source chunk."})
+    select: str = field(default="embedding", metadata={
+        "help": "Without `rules`: how a sentence's chunks are chosen, 'embedding' (MiniLM cosine) or 'words'."})
+    int8: bool = field(default=False, metadata={
+        "help": "Entailment model with dynamically quantized int8 Linear layers (CPU)."})
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_flags(self, "rules", "int8")
+        check_count(self.k, "k", low=0, high=1000)
+        check_count(self.chunk_words, "chunk_words")
+        if self.select not in ("embedding", "words"):
+            raise ValueError(f"`select` must be 'embedding' or 'words', got {self.select!r}")
         if not isinstance(self.window_words, int) or self.window_words < 1:
             raise ValueError(f"`window_words` must be a positive int, got {self.window_words!r}")
         check_count(self.max_windows, "max_windows", low=0, high=10_000)
@@ -165,7 +185,8 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # (claims.quoted_source); 11: more quantifiers ("plenty of", "lots of", "a handful") and writers ("posters");
     # 12: "a good number of", contributions as writers, the writers' noun looked for in 7 words;
     # 13: a majority claim stating one document's detail (claims.one_document_detail)
-    score_version = 13
+    # 14: the entailment model (issue 48) when one is shipped; `rules` off: its plain max-mean
+    score_version = 14
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
@@ -176,11 +197,22 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
         self._lm_means: dict[tuple[str, str], float] = {}  # (document, claim said of one writer) -> mean log-prob
 
     @property
-    def folder(self) -> Path:
-        """The checker folder: the configured one, or the default recipe's (built or not)."""
-        from ..checker.model import checker_dir
+    def entail(self) -> bool:
+        """Whether the scores come from the entailment model (``evenhand.rerank.entail``): the configured folder
+        holds one, or none is configured and the package ships one."""
+        from ..entail.model import has_model
 
-        return Path(self.config.folder) if self.config.folder else checker_dir()
+        return has_model(self.config.folder or None)
+
+    @property
+    def folder(self) -> Path:
+        """The model's folder: the configured one, the shipped entailment model's, or the issue-33 recipe's."""
+        from ..checker.model import checker_dir
+        from ..entail.model import shipped_dir
+
+        if self.config.folder:
+            return Path(self.config.folder)
+        return shipped_dir() if self.entail else checker_dir()
 
     @property
     def model_id(self) -> str:
@@ -188,16 +220,40 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     @property
     def backend_name(self) -> str:
+        if self.entail:
+            from ..entail.model import model_name
+
+            int8 = " int8" if self.config.int8 else ""
+            return f"{model_name(self.folder)}{int8} (MiniLM cross-encoder trained by evenhand on labelled pairs)"
         return f"evenhand-checker {self.folder.name} (MiniLM cross-encoder trained by evenhand, not NLI)"
 
     def _load(self) -> Any:
         if self._model is None:
-            from ..checker.model import load_checker
+            if self.entail:
+                from ...decoding.models import default_device
+                from ..entail.model import load_model
 
-            self._model = load_checker(self.config.folder or None, self.config.device, self.config.max_length)
+                self._model = load_model(self.folder, self.config.device or default_device(),
+                                         self.config.max_length, self.config.int8)
+            else:
+                from ..checker.model import load_checker
+
+                self._model = load_checker(self.config.folder or None, self.config.device, self.config.max_length)
         return self._model
 
+    def _plain(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        """Without ``rules``: the model's max-mean over each source's chunks (``entail.inferencer``)."""
+        from ..entail.inferencer import Inferencer
+
+        c = self.config
+        inferencer = Inferencer(self._load(), c.k, c.chunk_words, c.select, c.batch_size, c.empty_score)
+        rows = inferencer.score([[d.text for d in ex.documents] for ex in sources], outputs)
+        return [{"score": r["score"], "backend": self.backend_name, "claims": r["sentences"],
+                 "weakest": min(r["per_sentence"], default=c.empty_score)} for r in rows]
+
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
+        if not self.config.rules:
+            return self._plain(sources, outputs)
         model = self._load()
         # per output, per claim: (claim, example, its documents, majority, [window indices per document],
         # number factor, conflict); a claim whose quantifier conflicts has no window to check
