@@ -1,15 +1,16 @@
-"""SummEdits balanced accuracy on the ``evaluation`` split only (until ``meta-eval`` has the protocol).
+"""SummEdits balanced accuracy of an entailment model folder on the ``evaluation`` split only.
 
 Reads ``../shared/data/summedits/summedits_*.json`` (rows with ``doc``,
 ``summary``, ``label`` 1/0 and ``split``), keeps the rows whose split is
 ``evaluation`` and no other, scores them, and prints per domain the balanced
 accuracy at the threshold that maximizes it on those same rows (an optimistic
 figure, for choosing settings) and the ROC AUC. The ``test`` split is never
-read into a score here: it is reported once, by the lead, with ``meta-eval``.
+read into a score here: it is reported once, with ``evenhand meta-eval`` (whose threshold
+choice and metrics, ``evaluation.metrics.binary_meta_eval``, this script uses).
 
-    .venv/bin/python benchmarks/entail_summedits.py --entail rerank/entail/weights        # the model alone
-    .venv/bin/python benchmarks/entail_summedits.py --entail DIR --k 3 --select words --int8
-    .venv/bin/python benchmarks/entail_summedits.py --scorer checker                      # a registered scorer
+    .venv/bin/python -m benchmarks.entail_summedits --entail rerank/entail/weights        # the model alone
+    .venv/bin/python -m benchmarks.entail_summedits --entail DIR --k 3 --select words --int8
+    .venv/bin/python -m benchmarks.entail_summedits --scorer checker                      # a registered scorer
 
 ``--out FILE`` writes the per-row scores as JSONL.
 """
@@ -22,28 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+from evenhand.evaluation.metrics.binary_meta_eval import (
+    balanced_accuracy,
+    choose_threshold,
+    roc_auc,
+)
+
 SPLIT = "evaluation"
-
-
-def balanced_accuracy(scores: list[float], labels: list[int]) -> tuple[float, float]:
-    """The best balanced accuracy over thresholds (predict 1 when score >= t), and that t."""
-    pos, neg = sum(labels), len(labels) - sum(labels)
-    best = (0.5, float("inf"))
-    for t in sorted(set(scores)):
-        tp = sum(1 for s, y in zip(scores, labels) if y and s >= t)
-        tn = sum(1 for s, y in zip(scores, labels) if not y and s < t)
-        bacc = (tp / max(pos, 1) + tn / max(neg, 1)) / 2
-        if bacc > best[0]:
-            best = (bacc, t)
-    return best
-
-
-def roc_auc(scores: list[float], labels: list[int]) -> float:
-    """P(a consistent row outscores an inconsistent one), ties counting half."""
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / max(1, len(pos) * len(neg))
 
 
 def read_rows(folder: Path) -> dict[str, list[dict]]:
@@ -102,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         scores = score(rows)
         seconds = (time.monotonic() - start) / max(1, len(rows))
         labels = [int(r["label"]) for r in rows]
-        bacc, thr = balanced_accuracy(scores, labels)
+        thr = choose_threshold(scores, labels)
+        bacc = balanced_accuracy(scores, labels, thr)
         baccs.append(bacc)
         print(f"{domain:<12} {len(rows):>5} {100 * bacc:>6.1f} {100 * roc_auc(scores, labels):>6.1f} "
               f"{thr:>7.3f} {seconds:>6.2f}", flush=True)
