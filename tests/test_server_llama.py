@@ -137,7 +137,7 @@ def test_server_killed_mid_run_exits_2_and_keeps_finished_records(server, tmp_pa
     url, _, proc = server
     out = tmp_path / "rerank.jsonl"
     run = subprocess.Popen(
-        [sys.executable, "-m", "evenhand.cli", *_rerank_args(url, out, tmp_path / "cache", limit=4, candidates=1)],
+        [sys.executable, "-m", "evenhand.cli", *_rerank_args(url, out, tmp_path / "cache", limit=4, candidates=2)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )

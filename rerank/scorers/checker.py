@@ -185,8 +185,9 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
     # (claims.quoted_source); 11: more quantifiers ("plenty of", "lots of", "a handful") and writers ("posters");
     # 12: "a good number of", contributions as writers, the writers' noun looked for in 7 words;
     # 13: a majority claim stating one document's detail (claims.one_document_detail)
-    # 14: the entailment model (issue 48) when one is shipped; `rules` off: its plain max-mean
-    score_version = 14
+    # (the entailment model of issue 48, when one is shipped or configured, needs no version of its
+    # own: `model_id` is its folder, whose content digest is part of the cache key)
+    score_version = 13
     detail_fields = ("backend", "claims", "weakest")
     cli_options = {"device": "device"}
 
