@@ -9,12 +9,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _install():
-    spec = importlib.util.spec_from_file_location("evenhand_tools_install", ROOT / "tools" / "install.py")
+def _tool(name: str):
+    """``tools/<name>.py`` as a module (the tools are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"evenhand_tools_{name}", ROOT / "tools" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _install():
+    return _tool("install")
 
 
 LISTING = """\
@@ -105,11 +110,7 @@ def test_the_servers_advice_names_flags_the_installer_uses():
 
 
 def _lock():
-    spec = importlib.util.spec_from_file_location("evenhand_tools_lock", ROOT / "tools" / "lock.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _tool("lock")
 
 
 def test_lock_runs_the_exactness_tests_before_writing(tmp_path, monkeypatch, capsys):
