@@ -269,3 +269,64 @@ def test_only_the_top_layers_train(tmp_path):
                          for n in names)
     assert any(n.startswith("encoder.encoder.layer.4.") for n in names) and "head.weight" in names
     assert len(trained) == len(names)
+
+
+def test_a_folder_stores_only_the_trained_layers_and_the_head(tiny_checker):
+    from safetensors.torch import load_file
+
+    names = sorted(load_file(str(tiny_checker / "model.safetensors")))
+    assert names[-2:] == ["head.bias", "head.weight"]
+    assert {n.split(".")[3] for n in names[:-2]} == {"5"}  # train_layers=1: the top layer of six only
+
+
+def test_the_shipped_checker_is_the_default_recipe_and_a_fresh_cache_takes_it(tmp_path, monkeypatch):
+    import torch
+    from safetensors.torch import load_file
+
+    from evenhand.decoding.models import minilm_path
+    from evenhand.rerank.checker import model as checker_model
+    from evenhand.rerank.checker.model import full_checker_key, shipped_checker_dir, shipped_key
+
+    shipped = shipped_checker_dir()
+    # the shipped build answers today's recipe: options, corpus and base-model content (else rebuild it
+    # with `evenhand build-checker --force --out rerank/checker/weights`)
+    assert shipped_key(shipped) == full_checker_key()
+    assert shipped_key(tmp_path) is None
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "cache"))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained although the shipped checker matches")
+
+    monkeypatch.setattr(checker_model, "train", no_training)
+    folder = build_checker(progress=False)
+    assert folder.parent == tmp_path / "cache" / "checker" and folder.name == full_checker_key()[:20]
+    assert (folder / "model.safetensors").read_bytes() == (shipped / "model.safetensors").read_bytes()
+    stored = load_file(str(shipped / "model.safetensors"))
+    assert {n.split(".")[3] for n in stored if n.startswith("encoder.")} == {"4", "5"}  # train_layers=2
+    # loaded on the base model: the stored layers are the model's, the frozen ones are MiniLM's own
+    model = load_checker(folder, device="cpu")
+    state = model.encoder.state_dict()
+    assert all(torch.equal(state[n[len("encoder."):]], stored[n]) for n in stored if n.startswith("encoder."))
+    base = load_file(str(minilm_path() / "model.safetensors"))
+    query = "encoder.layer.0.attention.self.query.weight"
+    assert torch.equal(state[query], base[query])
+    # another recipe is not the shipped one: it trains (here: refused by the stub)
+    with pytest.raises(AssertionError, match="trained although"):
+        build_checker(CheckerOptions(seed=1), progress=False)
+
+
+def test_the_shipped_checker_rebuilds_from_its_recipe(tmp_path, monkeypatch):
+    """`evenhand build-checker --force --out DIR` retrains the default recipe; on the CPU kind the shipped
+    file was built on the bytes are the same (torch's kernels may round differently on another CPU)."""
+    from safetensors.torch import load_file
+
+    from evenhand.cli import main
+    from evenhand.rerank.checker.model import shipped_checker_dir
+
+    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "cache"))
+    assert main(["build-checker", "--force", "--quiet", "--out", str(tmp_path / "out")]) == 0
+    shipped = load_file(str(shipped_checker_dir() / "model.safetensors"))
+    rebuilt = load_file(str(tmp_path / "out" / "model.safetensors"))
+    assert sorted(rebuilt) == sorted(shipped)
+    assert max(float((rebuilt[k] - shipped[k]).abs().max()) for k in shipped) < 1e-3
+

