@@ -13,7 +13,7 @@ interrupted run picks up at the next (scorer, domain).
     .venv/bin/python -m benchmarks.summedits --scorers checker --out /tmp/checker.jsonl
 
 The default scorers are the ones cheap enough for 2,531 summaries on 2 CPU
-cores: ``checker`` (trained on first use, about 40 s), ``rouge-l-precision``
+cores: ``checker`` (the shipped build), ``rouge-l-precision``
 and ``alignscore`` with its offline fallback (the embedded MiniLM). SmolLM2-based
 scorers take seconds per summary; run them with ``--limit``. Run it with ``-m``
 from the repository root, so it imports this checkout's evenhand.

@@ -13,7 +13,7 @@ Three backends share one method, ``pair_probs(premises, hypotheses)``:
   shipped entailment model (``evenhand.rerank.entail``, a MiniLM cross-encoder
   trained on public labelled pairs; named ``evenhand-entail <sha8> (...)``)
   when the package has one, else the issue-33 checker (``evenhand.rerank.checker``,
-  trained on synthetic corruptions of source texts, built on first use; named
+  trained on synthetic corruptions of source texts, shipped built; named
   ``evenhand-checker <key> (...)``): p = its p(premise supports claim). It reads
   the pair jointly, so it sees negation, polarity and quantity that cosine
   similarity misses.
@@ -307,7 +307,7 @@ class CheckerBackend(AlignBackend):
 
     Args:
         folder: a checker folder (``evenhand build-checker``); default: the default
-            recipe's, built on first use (about 45 s on 2 CPU cores).
+            recipe's (the package's shipped build, or trained on first use when the recipe changed).
         device: torch device (default: cuda when available).
         max_length: tokens per (premise, claim) pair.
     """

@@ -337,7 +337,8 @@ def load_on_base(model: CrossEncoder, base_model: str | Path, state: dict[str, A
 
 
 def load_checker(folder: str | Path | None = None, device: str | None = None, max_length: int = 256) -> CrossEncoder:
-    """The checker of ``folder`` (default: the shipped recipe's, built on first use), loaded once."""
+    """The checker of ``folder`` (default: the default recipe's: the shipped build, or trained on first use
+    when the recipe, corpus or base model differ from it), loaded once."""
     from safetensors.torch import load_file
 
     from ...decoding.models import default_device, minilm_path

@@ -97,7 +97,7 @@ class CheckerScorerConfig(ScorerConfig):
 
     folder: str = field(default="", metadata={
         "help": "An entailment model folder (`evenhand build-checker --train-file`) or an issue-33 checker folder "
-        "(default: the shipped entailment model; without one, the issue-33 recipe's checker, built on first use)."})
+        "(default: the shipped entailment model; without one, the issue-33 recipe's checker, shipped built)."})
     window_words: int = field(default=60, metadata={"help": "Words per premise window of a document."})
     max_length: int = field(default=128, metadata={"help": "Tokens per (window, claim) pair."})
     max_windows: int = field(default=3, metadata={
