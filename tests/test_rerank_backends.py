@@ -201,6 +201,8 @@ def test_checker_backend_feeds_the_scorers_and_is_named(monkeypatch, tmp_path):
     ec = get_scorer("equal-coverage", model="checker", progress=False)
     assert isinstance(ec, EqualCoverageScorer)
     (rec,) = ec.score_details([ex], ["The battery lasts a week."])
-    # P = [[1.0 (group 5), 1/5 ("the")]]: the 5-star group covers it, the 1-star group barely
-    assert rec["backend"] == name and rec["ec"] > 0
+    # P = [[1.0 (group 5), 1/5 ("the")]]: the 5-star group covers it, the 1-star group barely; Li et al.'s
+    # definition by hand: c = (1.0, 0.2), mean 0.6, group means 1.0 and 0.2, EC = (0.4 + 0.4) / 2 = 0.4
+    assert rec["backend"] == name
+    assert rec["ec"] == pytest.approx(0.4) and rec["score"] == pytest.approx(-0.4)
     assert ec.coverage_matrix(ex, "The battery lasts a week.")[0] == [[1.0, pytest.approx(0.2)]]
