@@ -452,6 +452,9 @@ def gguf_tokenizer(gguf: GGUFFile) -> Any:
     kind = _require(gguf, "tokenizer.ggml.model")
     if kind != "gpt2":
         raise GGUFError(f"{gguf.path}: tokenizer.ggml.model {kind!r} is not supported (only gpt2, byte-level BPE)")
+    for flag in ("tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"):
+        if metadata.get(flag):
+            raise GGUFError(f"{gguf.path}: {flag} is true; only tokenizers that add no bos/eos are supported")
     tokens: list[str] = _require(gguf, "tokenizer.ggml.tokens")
     merges = [tuple(merge.split(" ", 1)) for merge in _require(gguf, "tokenizer.ggml.merges")]
     vocab = {token: index for index, token in enumerate(tokens)}

@@ -224,3 +224,4 @@ def test_tokenizer_ids_decodings_and_special_tokens_match(numbers, expected, fol
     assert len(want["texts"]) == 20
     for mine, theirs in zip(got["texts"], want["texts"], strict=True):
         assert mine == theirs, mine["text"]
+        assert mine["decoded"] == mine["text"]  # byte-level BPE: every text round-trips
