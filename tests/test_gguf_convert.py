@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from evenhand.decoding.gguf import (
+    F16,
     F32,
     Q4_1,
     Q8_0,
@@ -53,6 +54,14 @@ def test_q8_0_two_blocks_each_with_its_own_scale():
     assert values[0, :4].tolist() == [-4.0, -3.75, -3.5, -3.25]
     assert values[0, 16] == 0.0 and values[0, 31] == 3.75
     assert values[1, :31].tolist() == [-6.0] * 31 and values[1, 31] == 256.0
+
+
+def test_f16_and_f32_are_widened_to_float32():
+    halves = np.frombuffer(struct.pack("<3H", HALF_0_5, HALF_MINUS_1, HALF_0_25), dtype=np.uint8)
+    assert dequantize(halves, F16, (3,)).tolist() == [0.5, -1.0, 0.25]
+    floats = np.frombuffer(struct.pack("<4f", 1.5, -2.0, 0.0, 3.25), dtype=np.uint8)
+    values = dequantize(floats, F32, (2, 2))
+    assert values.dtype == np.float32 and values.tolist() == [[1.5, -2.0], [0.0, 3.25]]
 
 
 def test_unpermute_rows_undoes_llama_cpp_interleaving_per_head():
@@ -143,7 +152,8 @@ def test_an_unsupported_tensor_type_is_one_line_naming_the_tensor_and_type(tmp_p
             gguf.tensor(gguf.tensors[0])
     finally:
         gguf.close()
-    assert "\n" not in str(err.value) and "'t'" in str(err.value) and "Q4_0" in str(err.value)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and "'t'" in message and "Q4_0" in message
 
 
 @pytest.mark.parametrize("damage", ["bad magic", "truncated data", "truncated metadata", "empty"])
