@@ -83,9 +83,11 @@ def minilm_path() -> Path:
 
 
 #: Bumped when the converted layout changes, so older cache folders are converted anew.
-#: 3: evenhand's own GGUF reader; the weights, config and model folder are byte-identical
-#: to format 2, the tokenizer folder's tokenizer_config.json lacks two inert load-time keys.
-_CACHE_FORMAT = 3
+#: Still 2 with evenhand's own GGUF reader (``decoding/gguf.py``): its weights, config and model
+#: folder are byte-identical to transformers' conversion; the tokenizer folder's
+#: tokenizer_config.json only lacks two inert load-time keys (``is_local``, ``local_files_only``),
+#: so folders converted before stay valid and are not converted again.
+_CACHE_FORMAT = 2
 
 
 def _smollm2_cache(part: str) -> Path:
