@@ -72,6 +72,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evenhand.decoding.document_order import INTERLEAVED_RECIPE
+from evenhand.decoding.groupwise import GROUPWISE_RECIPE
 from evenhand.decoding.prompts.templates import check_fair_prompt
 from evenhand.decoding.quote import QUOTE_RECIPE
 from evenhand.evaluation.data.checks import check_flags
@@ -172,12 +174,6 @@ def steering_label(config: DemoConfig) -> str:
 def prompted_beam_recipe(fair_prompt: str) -> str:
     """``beam+labels``: the recipe of plain beam search (no α, β or λ) under the fair prompt ``fair_prompt``."""
     return f"beam+{fair_prompt}"
-
-
-#: The recipe of the group-wise candidate (``DemoConfig.groupwise``, ``decoding.groupwise``).
-GROUPWISE_RECIPE = "group-wise"
-#: The recipe of plain beam search over the interleaved documents (``DemoConfig.interleave``).
-INTERLEAVED_RECIPE = "beam+interleaved"
 
 
 def candidate_count(config: DemoConfig) -> int:

@@ -84,10 +84,10 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
 
     from evenhand.cli import main
     from evenhand.decoding.config import GenerateConfig
-    from evenhand.decoding.document_order import interleave_groups
+    from evenhand.decoding.document_order import INTERLEAVED_RECIPE, interleave_groups
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
-    from evenhand.demo import INTERLEAVED_RECIPE, demo_examples
+    from evenhand.demo import demo_examples
 
     assert "interleaved" not in settings_line(DemoConfig())  # default: off
     assert " + interleaved" in settings_line(DemoConfig(interleave=True))
@@ -108,8 +108,8 @@ def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_p
     import json
 
     from evenhand.cli import main
-    from evenhand.decoding.quote import quoted_summary
-    from evenhand.demo import QUOTE_RECIPE, demo_examples
+    from evenhand.decoding.quote import QUOTE_RECIPE, quoted_summary
+    from evenhand.demo import demo_examples
 
     assert " + quote; " in settings_line(DemoConfig())  # default: on
     assert "quote" not in settings_line(DemoConfig(quote=False))
