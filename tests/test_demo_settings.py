@@ -1,5 +1,7 @@
 """The demo says in one line which settings its evenhand column used and why (issue 33)."""
 
+from typing import Any
+
 import pytest
 
 from evenhand.demo import (
@@ -133,9 +135,11 @@ def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_p
 
 def test_candidate_switches_must_be_booleans():
     for name in ("groupwise", "interleave", "quote"):
+        wrong: dict[str, Any] = {name: "yes"}  # a wrong type on purpose: the config must refuse it
         with pytest.raises(ValueError, match=rf"`{name}` must be true or false, got 'yes'"):
-            DemoConfig(**{name: "yes"})
-        assert getattr(DemoConfig(**{name: True}), name) is True
+            DemoConfig(**wrong)
+        right: dict[str, Any] = {name: True}
+        assert getattr(DemoConfig(**right), name) is True
 
 
 def test_an_unknown_fair_prompt_is_refused_by_name():
