@@ -9,9 +9,9 @@ tuning set, never its training data) and, where the shared data is present, Fair
 Per example the demo's candidates are decoded once per steering (``none``: no abstractiveness
 constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α1``/``α6``;
 ``labels``/``definition``: the fair prompts; ``groupwise``: the demo's defaults plus the group-wise
-candidate, ``evenhand.demo.GROUPWISE_RECIPE``, whose fair beams are ``none``'s; ``interleaved``: the same
-with plain beam search over the documents interleaved by group, ``evenhand.demo.INTERLEAVED_RECIPE``;
-``quote``: the same with plain + one attributed quote, ``evenhand.demo.QUOTE_RECIPE``, nothing decoded; a set
+candidate, ``decoding.groupwise.GROUPWISE_RECIPE``, whose fair beams are ``none``'s; ``interleaved``: the same
+with plain beam search over the documents interleaved by group, ``decoding.document_order.INTERLEAVED_RECIPE``;
+``quote``: the same with plain + one attributed quote, ``decoding.quote.QUOTE_RECIPE``, nothing decoded; a set
 where no quote lowers the UER gets a marker row and its pools are the rest): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
@@ -119,12 +119,10 @@ def settings() -> list[dict[str, Any]]:
 def extra_recipe(steer: str) -> str | None:
     """The one extra candidate a steering adds beside its fair beams (its prompted beam, the group-wise
     summary), which a setting takes into its pool or not; None: none."""
-    from evenhand.demo import (
-        GROUPWISE_RECIPE,
-        INTERLEAVED_RECIPE,
-        QUOTE_RECIPE,
-        prompted_beam_recipe,
-    )
+    from evenhand.decoding.document_order import INTERLEAVED_RECIPE
+    from evenhand.decoding.groupwise import GROUPWISE_RECIPE
+    from evenhand.decoding.quote import QUOTE_RECIPE
+    from evenhand.demo import prompted_beam_recipe
 
     fields = STEERINGS[steer]
     if fields.get("groupwise"):

@@ -1,12 +1,13 @@
 """SummEdits balanced accuracy of an entailment model folder on the ``evaluation`` split only.
 
 Reads ``../shared/data/summedits/summedits_*.json`` (rows with ``doc``,
-``summary``, ``label`` 1/0 and ``split``), keeps the rows whose split is
+``summary``, ``label`` 1/0 and ``split``) with the one loader of labelled rows,
+``evaluation.metrics.binary_meta_eval.load_labelled``, keeps the rows whose split is
 ``evaluation`` and no other, scores them, and prints per domain the balanced
 accuracy at the threshold that maximizes it on those same rows (an optimistic
-figure, for choosing settings) and the ROC AUC. The ``test`` split is never
-read into a score here: it is reported once, with ``evenhand meta-eval`` (whose threshold
-choice and metrics, ``evaluation.metrics.binary_meta_eval``, this script uses).
+figure, for choosing settings) and the ROC AUC (``evaluate_protocol`` on the
+evaluation split alone). The ``test`` split is never read into a score here: it is
+reported once, with ``evenhand meta-eval`` (the same loader, threshold choice and metrics).
 
     .venv/bin/python -m benchmarks.entail_summedits --entail rerank/entail/weights        # the model alone
     .venv/bin/python -m benchmarks.entail_summedits --entail DIR --k 3 --select words --int8
@@ -23,22 +24,17 @@ import sys
 import time
 from pathlib import Path
 
+from evenhand.evaluation.errors import DataError
 from evenhand.evaluation.metrics.binary_meta_eval import (
-    balanced_accuracy,
-    choose_threshold,
-    roc_auc,
+    SPLITS,
+    LabelledSet,
+    evaluate_protocol,
+    first_rows,
+    load_labelled,
 )
 
-SPLIT = "evaluation"
-
-
-def read_rows(folder: Path) -> dict[str, list[dict]]:
-    """Per domain, its ``evaluation`` rows."""
-    out = {}
-    for path in sorted(folder.glob("summedits_*.json")):
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        out[path.stem.removeprefix("summedits_")] = [r for r in rows if r["split"] == SPLIT]
-    return out
+#: The split scored here: the one the threshold is chosen on (test is left to ``evenhand meta-eval``).
+SPLIT = SPLITS[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,10 +50,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="Rows per domain (0: all).")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    paths = sorted(Path(args.data).glob("summedits_*.json"))
+    if not paths:
+        parser.error(f"--data {args.data}: no summedits_*.json files there; pass the SummEdits folder")
+    try:
+        data = load_labelled(paths)
+    except DataError as err:
+        parser.error(str(err))
+    data = data.select(data.rows_of_split(SPLIT))
+    if args.limit:
+        data = first_rows(data, args.limit)
     import torch
 
     torch.set_num_threads(1)
-    domains = read_rows(Path(args.data))
     if args.entail:
         from evenhand.rerank.entail.inferencer import Inferencer
         from evenhand.rerank.entail.model import load_model
@@ -66,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         inf = Inferencer(model, k=args.k, chunk_words=args.chunk_words, select=args.select)
         label = f"{model.name} k={args.k} chunk_words={args.chunk_words} select={args.select}"
 
-        def score(rows: list[dict]) -> list[float]:
-            return [r["score"] for r in inf.score([[r["doc"]] for r in rows], [r["summary"] for r in rows])]
+        def score(rows: LabelledSet) -> list[float]:
+            return [r["score"] for r in inf.score([[doc] for doc in rows.documents], rows.summaries)]
     else:
         from evenhand.evaluation.data.schema import Document, Example
         from evenhand.evaluation.scoring.registry import get_scorer
@@ -76,24 +81,22 @@ def main(argv: list[str] | None = None) -> int:
         scorer = get_scorer(args.scorer or "checker", device="cpu", progress=False, **config)
         label = f"{args.scorer or 'checker'} {config}"
 
-        def score(rows: list[dict]) -> list[float]:
-            examples = [Example(r["id"], [Document(r["doc"], None)]) for r in rows]
-            return scorer.score(examples, [r["summary"] for r in rows])
+        def score(rows: LabelledSet) -> list[float]:
+            examples = [Example(i, [Document(doc, None)]) for i, doc in zip(rows.ids, rows.documents)]
+            return scorer.score(examples, rows.summaries)
     print(f"SummEdits `{SPLIT}` split, {label}")
     print(f"{'domain':<12} {'rows':>5} {'bacc':>6} {'auc':>6} {'thr':>7} {'s/row':>6}")
     records, baccs = [], []
-    for domain, rows in domains.items():
-        rows = rows[: args.limit] if args.limit else rows
+    for domain in data.domain_names():
+        rows = data.select(data.rows(domain))
         start = time.monotonic()
         scores = score(rows)
         seconds = (time.monotonic() - start) / max(1, len(rows))
-        labels = [int(r["label"]) for r in rows]
-        thr = choose_threshold(scores, labels)
-        bacc = balanced_accuracy(scores, labels, thr)
-        baccs.append(bacc)
-        print(f"{domain:<12} {len(rows):>5} {100 * bacc:>6.1f} {100 * roc_auc(scores, labels):>6.1f} "
-              f"{thr:>7.3f} {seconds:>6.2f}", flush=True)
-        records += [{"domain": domain, "id": r["id"], "label": y, "score": s} for r, y, s in zip(rows, labels, scores)]
+        result = evaluate_protocol(scores, rows.labels)
+        baccs.append(result.evaluation_balanced_accuracy)
+        print(f"{domain:<12} {len(rows):>5} {100 * result.evaluation_balanced_accuracy:>6.1f} "
+              f"{100 * result.evaluation_roc_auc:>6.1f} {result.threshold:>7.3f} {seconds:>6.2f}", flush=True)
+        records += [{"domain": domain, "id": i, "label": y, "score": s} for i, y, s in zip(rows.ids, rows.labels, scores)]
     print(f"{'mean':<12} {'':>5} {100 * sum(baccs) / len(baccs):>6.1f}")
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

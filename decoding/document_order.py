@@ -16,6 +16,10 @@ from itertools import zip_longest
 
 from ..evaluation.data.schema import Document, Example
 
+#: The recipe name of plain beam search over the interleaved documents among reranked candidates (demo:
+#: ``DemoConfig.interleave``).
+INTERLEAVED_RECIPE = "beam+interleaved"
+
 
 def interleave_groups(example: Example) -> Example:
     """The example with its documents interleaved by group (see the module docstring).

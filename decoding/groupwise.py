@@ -35,6 +35,8 @@ from ..evaluation.text.group_names import LABEL_NAMES, rating_name
 from ..evaluation.text.sentences import split_sentences
 from .config import GenerateConfig
 
+#: The recipe name of the group-wise summary among reranked candidates (demo: ``DemoConfig.groupwise``).
+GROUPWISE_RECIPE = "group-wise"
 #: Fewest new tokens a group's sentence gets, whatever the total budget and the number of groups.
 MIN_GROUP_TOKENS = 24
 #: Sentences the ``"ratio"`` split shares out at least (one per group when there are more groups).

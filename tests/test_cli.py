@@ -116,7 +116,7 @@ def test_demo_references_and_independent_checks():
 def test_demo_table_and_csv(tmp_path):
     import csv
 
-    from evenhand.demo import format_scores, format_table, table_rows
+    from evenhand.demo_display import format_scores, format_table, table_rows
     from evenhand.evaluation.io.csv_file import write_csv
 
     def side(sel, rouge, uer):

@@ -12,16 +12,18 @@ from typing import Any
 import pytest
 
 from evenhand.demo import (
-    CHECKS,
     DEFAULTS_WHY,
     DemoConfig,
-    candidate_label,
     demo_examples,
+    set_steps,
+    settings_line,
+)
+from evenhand.demo_display import (
+    CHECKS,
+    candidate_label,
     format_scores,
     kept_header,
     not_kept_line,
-    set_steps,
-    settings_line,
 )
 from evenhand.evaluation.data.schema import Document, Example
 from evenhand.evaluation.scoring.legend import meaning, printable

@@ -1,5 +1,7 @@
 """The demo says in one line which settings its evenhand column used and why (issue 33)."""
 
+from typing import Any
+
 import pytest
 
 from evenhand.demo import (
@@ -84,10 +86,10 @@ def test_interleave_adds_plain_beam_search_over_the_interleaved_documents(tmp_pa
 
     from evenhand.cli import main
     from evenhand.decoding.config import GenerateConfig
-    from evenhand.decoding.document_order import interleave_groups
+    from evenhand.decoding.document_order import INTERLEAVED_RECIPE, interleave_groups
     from evenhand.decoding.engines.base import open_engine
     from evenhand.decoding.generate import generate
-    from evenhand.demo import INTERLEAVED_RECIPE, demo_examples
+    from evenhand.demo import demo_examples
 
     assert "interleaved" not in settings_line(DemoConfig())  # default: off
     assert " + interleaved" in settings_line(DemoConfig(interleave=True))
@@ -108,8 +110,8 @@ def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_p
     import json
 
     from evenhand.cli import main
-    from evenhand.decoding.quote import quoted_summary
-    from evenhand.demo import QUOTE_RECIPE, demo_examples
+    from evenhand.decoding.quote import QUOTE_RECIPE, quoted_summary
+    from evenhand.demo import demo_examples
 
     assert " + quote; " in settings_line(DemoConfig())  # default: on
     assert "quote" not in settings_line(DemoConfig(quote=False))
@@ -133,9 +135,11 @@ def test_quote_adds_plain_plus_one_quote_and_its_fluency_floor_reads_plain(tmp_p
 
 def test_candidate_switches_must_be_booleans():
     for name in ("groupwise", "interleave", "quote"):
+        wrong: dict[str, Any] = {name: "yes"}  # a wrong type on purpose: the config must refuse it
         with pytest.raises(ValueError, match=rf"`{name}` must be true or false, got 'yes'"):
-            DemoConfig(**{name: "yes"})
-        assert getattr(DemoConfig(**{name: True}), name) is True
+            DemoConfig(**wrong)
+        right: dict[str, Any] = {name: True}
+        assert getattr(DemoConfig(**right), name) is True
 
 
 def test_an_unknown_fair_prompt_is_refused_by_name():

@@ -83,7 +83,7 @@ def test_commands_read_their_legends_from_the_one_module(monkeypatch):
     """evaluate's corpus table, compare's page, rerank's selection lines, the sweep report and the demo
     print what ``evaluation.scoring.legend`` says: change it there and every one of them changes."""
     from evenhand.compare_page import compare_page
-    from evenhand.demo import format_scores, format_table
+    from evenhand.demo_display import format_scores, format_table
     from evenhand.evaluation.scoring import legend
     from evenhand.rerank.selection import selection_lines
 
