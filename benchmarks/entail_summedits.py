@@ -74,11 +74,16 @@ def main(argv: list[str] | None = None) -> int:
         def score(rows: LabelledSet) -> list[float]:
             return [r["score"] for r in inf.score([[doc] for doc in rows.documents], rows.summaries)]
     else:
+        import dataclasses
+
         from evenhand.evaluation.data.schema import Document, Example
-        from evenhand.evaluation.scoring.registry import get_scorer
+        from evenhand.evaluation.scoring.registry import get_scorer, scorer_class
 
         config = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
-        scorer = get_scorer(args.scorer or "checker", device="cpu", progress=False, **config)
+        name = args.scorer or "checker"
+        if "device" in {f.name for f in dataclasses.fields(scorer_class(name).Config)}:
+            config.setdefault("device", "cpu")  # model-backed scorers: on the CPU; the others have no device
+        scorer = get_scorer(name, progress=False, **config)
         label = f"{args.scorer or 'checker'} {config}"
 
         def score(rows: LabelledSet) -> list[float]:
