@@ -20,6 +20,11 @@ a document of that group says.
   the summary with its attribution; the one that leaves the lowest UER is quoted, if it is below
   the summary's own. The earliest sentence wins a tie. A leading "NAME:" of the group's own name
   (a debate transcript's speaker label) is dropped.
+* **Which group** (``groups``): when the caller knows which groups the summary leaves out (the
+  demo and the reranker pass the groups that per-group coverage, ``rerank.group_coverage``, finds
+  not covered), only the groups both left out and short of their share are tried, so the quote
+  speaks for a group the summary did not cover; when no group is both, every short group is tried
+  as above. The candidate records which rule chose (``quote_for``: "uncovered" or "shortfall").
 * **Attribution** (``attribution``): ``groupwise.group_phrase`` names the group; a group of
   several documents is "One of the ..."; reviews and posts "wrote", named speakers and sides
   "said".
@@ -33,6 +38,7 @@ agree (docs/reranking.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..evaluation.data.schema import Example
@@ -75,9 +81,12 @@ def _own_label(sentence: str, group: str) -> str:
     return re.sub(r"^" + re.escape(" ".join(group.split())) + r"\s*:\s*", "", sentence, flags=re.IGNORECASE)
 
 
-def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio") -> tuple[int, str, str] | None:
+def quote_sentence(
+    example: Example, summary: str, fairness: Fairness = "ratio", groups: Sequence[str] | None = None,
+) -> tuple[int, str, str] | None:
     """(document index, group, sentence) to quote after ``summary`` (module docstring); None when no
-    group falls short of its share or no sentence lowers the UER.
+    group falls short of its share or no sentence lowers the UER. ``groups``: the groups the summary
+    leaves out; the short ones among them are tried first (all short groups when none is).
 
     >>> from evenhand.evaluation.data.schema import Document
     >>> ex = Example("x", [Document("The tent stayed dry in the storm.", "5"),
@@ -93,6 +102,8 @@ def quote_sentence(example: Example, summary: str, fairness: Fairness = "ratio")
         return None
     if not short:
         return None
+    preferred = [g for g in short if groups is not None and g in groups]
+    short = preferred or short
     body = _ending(summary)
     who = {group: attribution(example, group) for group in short}
     best: tuple[float, int, str, str] | None = None
@@ -152,14 +163,20 @@ def quoted_summary(example: Example, summary: str, fairness: Fairness = "ratio")
     return None if found is None else found["text"]
 
 
-def quote_candidate(example: Example, plain: str, fairness: Fairness = "ratio", index: int = 0) -> dict[str, Any] | None:
+def quote_candidate(
+    example: Example, plain: str, fairness: Fairness = "ratio", index: int = 0, groups: Sequence[str] | None = None,
+) -> dict[str, Any] | None:
     """The reranking candidate of recipe ``QUOTE_RECIPE`` built on the plain summary ``plain``, or None
-    (``quoted_summary``): ``{"text", "recipe", "index", "written", "quoted_group"}``, ``written`` being the
-    plain summary, what the model wrote (the floors on writing read it: ``rerank.reranker.WRITING_FLOORS``),
-    ``quoted_group`` the group of the quoted sentence's writer."""
-    found = quote_sentence(example, plain, fairness)
+    (``quoted_summary``): ``{"text", "recipe", "index", "written", "quoted_group", "quote_for"}``,
+    ``written`` being the plain summary, what the model wrote (the floors on writing read it:
+    ``rerank.reranker.WRITING_FLOORS``), ``quoted_group`` the group of the quoted sentence's writer,
+    ``quote_for`` "uncovered" when that group is one of ``groups`` (those the summary leaves out), else
+    "shortfall" (chosen by the UER terms alone)."""
+    found = quote_sentence(example, plain, fairness, groups)
     if found is None:
         return None
     _, group, sentence = found
     text = _joined(_ending(plain), attribution(example, group), sentence)
-    return {"text": text, "recipe": QUOTE_RECIPE, "index": index, "written": plain, "quoted_group": group}
+    why = "uncovered" if groups is not None and group in groups else "shortfall"
+    return {"text": text, "recipe": QUOTE_RECIPE, "index": index, "written": plain, "quoted_group": group,
+            "quote_for": why}

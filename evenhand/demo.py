@@ -349,9 +349,11 @@ def evenhand_candidates(
         candidates.append({"text": text, "recipe": INTERLEAVED_RECIPE, "index": len(candidates)})
     if config.quote:  # the plain summary + one sentence quoted from a group it shortchanges (no decoding)
         from evenhand.decoding.quote import quote_candidate
+        from evenhand.rerank.group_coverage import left_out_groups
 
-        step("choosing the quote")
-        quoted = quote_candidate(example, plain, config.fairness, len(candidates))
+        step("choosing the quote")  # for a group plain leaves out (per-group coverage), else by UER alone
+        quoted = quote_candidate(example, plain, config.fairness, len(candidates),
+                                 left_out_groups(example, plain, composite))
         if quoted is not None:
             candidates.append(quoted)
     if config.candidates > 0:

@@ -210,12 +210,17 @@ def _wrapped(text: str, width: int = 100) -> list[str]:
     return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
-def format_groups(scores: dict[str, dict[str, Any]], backend: str, width: int = 100) -> str:
-    """The ``groups covered`` lines: per column, each group in plain words (``rerank.group_coverage``)."""
+#: Said after the groups covered when the kept quote's group was chosen because plain left it out.
+CHOSEN_NOTE = "the kept quote's group was chosen because plain did not cover it: not evidence"
+
+
+def format_groups(scores: dict[str, dict[str, Any]], backend: str, width: int = 100, chosen: bool = False) -> str:
+    """The ``groups covered`` lines: per column, each group in plain words (``rerank.group_coverage``);
+    ``chosen``: the kept quote was drawn for a group plain leaves out, by this same reading (said)."""
     from evenhand.rerank.group_coverage import COVERED_AT
 
     head = (f"  groups covered (a summary sentence supported at p >= {COVERED_AT:g} by one of the group's "
-            f"documents; backend {backend})")
+            f"documents; backend {backend}" + (f"; {CHOSEN_NOTE})" if chosen else ")"))
     lines = textwrap.wrap(head, width, subsequent_indent="    ")
     for side in ("plain", "evenhand"):
         text = "; ".join(g["words"] for g in scores[side]["groups"])
@@ -320,6 +325,6 @@ def format_set(example: Example, record: dict[str, Any], composite: Any, plain_h
         "",
         *textwrap.wrap(not_kept_line(candidates, example), 100, initial_indent="  ", subsequent_indent="    "),
         format_scores(composite, record["scores"], kept["recipe"], len(candidates)),
-        format_groups(record["scores"], coverage_backend),
+        format_groups(record["scores"], coverage_backend, chosen=kept.get("quote_for") == "uncovered"),
     ]
     return "\n".join(lines)

@@ -84,3 +84,16 @@ def backend_words(scorer: Any) -> str:
 def coverage_words(coverage: list[GroupCoverage]) -> str:
     """``Reyes (4 of 5 documents): covered; Okafor (1 of 5 documents): not covered``."""
     return "; ".join(c.words() for c in coverage)
+
+
+def left_out_groups(example: Example, summary: str, scorer: Any) -> list[str] | None:
+    """The groups ``summary`` does not cover (``group_coverage`` on the Equal Coverage component of
+    ``scorer``, a composite, or on ``scorer`` itself when it is one), or None when ``scorer`` has no
+    Equal Coverage to read (the caller then knows nothing about coverage)."""
+    from .scorers.equal_coverage import EqualCoverageScorer
+
+    ec = scorer if isinstance(scorer, EqualCoverageScorer) else getattr(scorer, "components", {}).get("equal-coverage")
+    if ec is None:
+        return None
+    return [g.group for g in group_coverage(example, summary, ec) if not g.covered]
+

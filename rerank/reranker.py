@@ -305,9 +305,11 @@ class Reranker:
             candidates.append(self.plain_candidate(example, len(candidates)))
         if self.config.quote:  # the plain summary + one attributed quote (no decoding; WRITING_FLOORS read plain)
             from ..decoding.quote import quote_candidate
+            from .group_coverage import left_out_groups
 
-            quoted = quote_candidate(example, candidates[-1]["text"], self.generate_config.fairness or "ratio",
-                                     len(candidates))
+            plain = candidates[-1]["text"]  # for a group plain leaves out (when the scorer reads coverage)
+            quoted = quote_candidate(example, plain, self.generate_config.fairness or "ratio", len(candidates),
+                                     left_out_groups(example, plain, self.scorer))
             if quoted is not None:
                 candidates.append(quoted)
         steps = ["scoring", *self.config.floors]

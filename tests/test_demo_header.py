@@ -315,8 +315,9 @@ def test_progress_covers_every_step_and_the_header_says_what_was_kept(slow_demo)
     steps = set_steps(DemoConfig(), True)
     assert steps[0] == "decoding plain beam search" and steps[-1] == "independent checks and groups covered"
     phases = list(dict.fromkeys(phase for phase, _, _ in work.seen))
-    assert phases == ["decode β=0", "decode β=1", "decode β=3", "scoring", "floor fluency",
-                      "floor calibrated:coverage", "floor checker", "groups covered"]
+    # the quote step reads which groups plain leaves out (the composite's Equal Coverage) before scoring
+    assert phases == ["decode β=0", "decode β=1", "decode β=3", "groups covered", "scoring", "floor fluency",
+                      "floor calibrated:coverage", "floor checker"]
     total = work.seen[0][2]
     assert total == len(steps) == 9  # plain, 2 fair beams, quote, scoring, 3 floors, checks
     for phase in phases:  # the bar moves during each phase ...
@@ -339,6 +340,10 @@ def test_progress_covers_every_step_and_the_header_says_what_was_kept(slow_demo)
     covered = " ".join(block[block.index("groups covered"):].split())
     assert "evenhand: five-star reviewers (4 of 7 documents): covered; four-star reviewer (1 of 7 documents): " \
            "not covered; one-star reviewer (1 of 7 documents): not covered" in covered
+    # the quote was drawn for a group the fake coverage finds left out (only the first document is covered),
+    # and the groups line says that this reading chose it
+    assert "EVENHAND — kept: plain + quote from a five-star" not in text
+    assert "the kept quote's group was chosen because plain did not cover it: not evidence" in covered
     for key, value in _printed_scores(block):
         assert printable(key, value), (key, value)
 

@@ -100,3 +100,27 @@ def test_attribution_names_the_group_in_number():
     assert attribution(single, "neg") == "The negative reviewer wrote"
     stance = Example("y", [Document("a", "favor"), Document("b", "against"), Document("c", "against")], "stance")
     assert attribution(stance, "against") == "One of the opponents said"
+
+
+def test_a_group_the_summary_leaves_out_is_quoted_first():
+    from evenhand.decoding.quote import quote_candidate
+
+    ex = Example("lamp", [
+        Document("The lamp is bright and the arm holds its angle.", "5"),
+        Document("Bright light and a sturdy arm for reading.", "5"),
+        Document("The shade rattles whenever the fan is on.", "3"),
+        Document("The switch broke after two weeks of daily use.", "1"),
+    ], "rating")
+    plain = "The lamp is bright and the arm is sturdy."
+    uer, short = shortfall(ex, plain)
+    assert short == ["3", "1"]  # both small groups fall short of their share
+    free = quote_candidate(ex, plain)
+    assert free is not None and free["quote_for"] == "shortfall"
+    other = "3" if free["quoted_group"] == "1" else "1"
+    # the reader's coverage says `other` is left out: its sentence is quoted, though the UER alone chose the first
+    led = quote_candidate(ex, plain, groups=[other])
+    assert led is not None and led["quoted_group"] == other and led["quote_for"] == "uncovered"
+    assert shortfall(ex, led["text"])[0] < uer  # it still lowers the UER, as every quote must
+    # a left-out group that is not short (the five-star one) cannot lower the UER: the short groups as before
+    assert quote_candidate(ex, plain, groups=["5"]) == free
+    assert quote_candidate(ex, plain, groups=[]) == free
