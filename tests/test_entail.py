@@ -172,3 +172,9 @@ def test_build_checker_flags_exit_with_one_line(tmp_path, capsys):
     assert "needs --out" in capsys.readouterr().err
     assert main(["build-checker", "--max-pairs", "5"]) == 2
     assert "--max-pairs" in capsys.readouterr().err
+    # --out must be a folder (or not exist yet), checked before any training, for both models
+    for flags in (["--train-file", str(data)], []):
+        assert main(["build-checker", *flags, "--out", str(data)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and f"--out {data}: not a folder" in captured.err
+    assert data.read_text(encoding="utf-8").startswith("{")  # untouched

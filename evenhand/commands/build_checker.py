@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     from evenhand.evaluation.errors import DataError
     from evenhand.rerank.checker.model import CheckerOptions, build_checker, checker_dir
 
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise DataError(f"--out {args.out}: not a folder; give a folder to write the model into (it is created, "
+                        "or replaced whole)")
     if args.train_file is not None:
         return _build_entail(args)
     for name in _ENTAIL_ONLY:
