@@ -23,8 +23,11 @@ a document of that group says.
 * **Which group** (``groups``): when the caller knows which groups the summary leaves out (the
   demo and the reranker pass the groups that per-group coverage, ``rerank.group_coverage``, finds
   not covered), only the groups both left out and short of their share are tried, so the quote
-  speaks for a group the summary did not cover; when no group is both, every short group is tried
-  as above. The candidate records which rule chose (``quote_for``: "uncovered" or "shortfall").
+  speaks for a group the summary did not cover; when some group is left out but none of them is
+  short, there is no quote (a quote from a group already covered would add to it while another
+  stays out). When every group is covered (``groups`` empty) or nothing is known (None), every
+  short group is tried as above. The candidate records which rule chose (``quote_for``:
+  "uncovered" or "shortfall").
 * **Attribution** (``attribution``): ``groupwise.group_phrase`` names the group; a group of
   several documents is "One of the ..."; reviews and posts "wrote", named speakers and sides
   "said".
@@ -86,7 +89,7 @@ def quote_sentence(
 ) -> tuple[int, str, str] | None:
     """(document index, group, sentence) to quote after ``summary`` (module docstring); None when no
     group falls short of its share or no sentence lowers the UER. ``groups``: the groups the summary
-    leaves out; the short ones among them are tried first (all short groups when none is).
+    leaves out; when there are some, only the short ones among them are tried.
 
     >>> from evenhand.evaluation.data.schema import Document
     >>> ex = Example("x", [Document("The tent stayed dry in the storm.", "5"),
@@ -102,8 +105,10 @@ def quote_sentence(
         return None
     if not short:
         return None
-    preferred = [g for g in short if groups is not None and g in groups]
-    short = preferred or short
+    if groups:  # some group is left out: quote only for one of those
+        short = [g for g in short if g in groups]
+        if not short:
+            return None
     body = _ending(summary)
     who = {group: attribution(example, group) for group in short}
     best: tuple[float, int, str, str] | None = None

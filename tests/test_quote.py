@@ -121,6 +121,7 @@ def test_a_group_the_summary_leaves_out_is_quoted_first():
     led = quote_candidate(ex, plain, groups=[other])
     assert led is not None and led["quoted_group"] == other and led["quote_for"] == "uncovered"
     assert shortfall(ex, led["text"])[0] < uer  # it still lowers the UER, as every quote must
-    # a left-out group that is not short (the five-star one) cannot lower the UER: the short groups as before
-    assert quote_candidate(ex, plain, groups=["5"]) == free
-    assert quote_candidate(ex, plain, groups=[]) == free
+    # a left-out group that is not short (the five-star one) cannot lower the UER, and quoting a covered
+    # group would add to it while that group stays out: no quote
+    assert quote_candidate(ex, plain, groups=["5"]) is None
+    assert quote_candidate(ex, plain, groups=[]) == free  # every group covered: the UER terms alone
