@@ -180,7 +180,8 @@ def format_scores(composite: Any, scores: dict[str, dict[str, dict[str, Any]]], 
             and not (k.startswith("floor ") and _legend_key(k) in plain
                      and (plain[k], kept_scores[k]) == (plain[_legend_key(k)], kept_scores[_legend_key(k)]))]
     lines = [
-        "  selection scores (they picked the evenhand summary: no evidence that it is better)",
+        "  selection scores (they picked the evenhand summary: no evidence that it is better)" if kept != "beam"
+        else "  selection scores (the evenhand column is the plain summary: nothing beat it)",
         f"  {'':34s} {'plain':>8s} {'evenhand':>8s} {'kept - plain':>12s}",
     ]
     for key in rows:

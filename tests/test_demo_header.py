@@ -133,6 +133,11 @@ def test_every_printed_score_lies_on_its_legends_scale_with_one_legend_line_per_
     assert "calibrated:coverage                   2.787    2.905       +0.118" in block  # kept minus plain
     assert "(evenhand better; the kept quote was chosen to lower it: no evidence)" not in block  # a tie on UER
     assert "(tie; the kept quote was chosen to lower it: no evidence)" in block
+    assert "they picked the evenhand summary: no evidence that it is better" in block
+    same = {"plain": scores["plain"], "evenhand": scores["plain"]}  # plain kept: nothing picked over it
+    kept_plain = format_scores(_Composite, same, "beam", 3)
+    assert "selection scores (the evenhand column is the plain summary: nothing beat it)" in kept_plain
+    assert "they picked the evenhand summary" not in kept_plain
 
 
 def test_group_coverage_says_per_group_whether_a_point_is_stated():
