@@ -6,12 +6,16 @@ Reads ``../shared/data/summedits/summedits_*.json`` (rows with ``doc``,
 ``evaluation`` and no other, scores them, and prints per domain the balanced
 accuracy at the threshold that maximizes it on those same rows (an optimistic
 figure, for choosing settings) and the ROC AUC (``evaluate_protocol`` on the
-evaluation split alone). The ``test`` split is never read into a score here: it is
-reported once, with ``evenhand meta-eval`` (the same loader, threshold choice and metrics).
+evaluation split alone). The ``test`` split is read only with ``--split test``, to
+report it once for a setting chosen on ``evaluation``: each domain's threshold is
+chosen on its evaluation rows and balanced accuracy and ROC AUC are reported on its
+test rows (``evenhand meta-eval``'s protocol, for a model folder or scorer options
+that command cannot name).
 
     .venv/bin/python -m benchmarks.entail_summedits --entail rerank/entail/weights        # the model alone
     .venv/bin/python -m benchmarks.entail_summedits --entail DIR --k 3 --select words --int8
     .venv/bin/python -m benchmarks.entail_summedits --scorer checker                      # a registered scorer
+    .venv/bin/python -m benchmarks.entail_summedits --scorer checker --set 'folder="DIR"' --split test   # once
 
 ``--out FILE`` writes the per-row scores as JSONL.
 """
@@ -33,7 +37,7 @@ from evenhand.evaluation.metrics.binary_meta_eval import (
     load_labelled,
 )
 
-#: The split scored here: the one the threshold is chosen on (test is left to ``evenhand meta-eval``).
+#: The split scored by default: the one the threshold is chosen on.
 SPLIT = SPLITS[0]
 
 
@@ -49,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--int8", action="store_true")
     parser.add_argument("--limit", type=int, default=0, help="Rows per domain (0: all).")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--split", choices=SPLITS, default=SPLIT,
+                        help="evaluation (default; choose settings there) or test (report once: threshold from "
+                        "evaluation)")
     args = parser.parse_args(argv)
     paths = sorted(Path(args.data).glob("summedits_*.json"))
     if not paths:
@@ -57,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         data = load_labelled(paths)
     except DataError as err:
         parser.error(str(err))
-    data = data.select(data.rows_of_split(SPLIT))
+    test = args.split != SPLIT
+    data = data.select(data.rows_of_split(SPLIT) + (data.rows_of_split(args.split) if test else []))
     if args.limit:
         data = first_rows(data, args.limit)
     import torch
@@ -89,20 +97,28 @@ def main(argv: list[str] | None = None) -> int:
         def score(rows: LabelledSet) -> list[float]:
             examples = [Example(i, [Document(doc, None)]) for i, doc in zip(rows.ids, rows.documents)]
             return scorer.score(examples, rows.summaries)
-    print(f"SummEdits `{SPLIT}` split, {label}")
+    print(f"SummEdits `{args.split}` split{' (threshold from evaluation)' if test else ''}, {label}")
     print(f"{'domain':<12} {'rows':>5} {'bacc':>6} {'auc':>6} {'thr':>7} {'s/row':>6}")
-    records, baccs = [], []
+    records, baccs, aucs = [], [], []
     for domain in data.domain_names():
         rows = data.select(data.rows(domain))
         start = time.monotonic()
         scores = score(rows)
         seconds = (time.monotonic() - start) / max(1, len(rows))
-        result = evaluate_protocol(scores, rows.labels)
-        baccs.append(result.evaluation_balanced_accuracy)
-        print(f"{domain:<12} {len(rows):>5} {100 * result.evaluation_balanced_accuracy:>6.1f} "
-              f"{100 * result.evaluation_roc_auc:>6.1f} {result.threshold:>7.3f} {seconds:>6.2f}", flush=True)
-        records += [{"domain": domain, "id": i, "label": y, "score": s} for i, y, s in zip(rows.ids, rows.labels, scores)]
-    print(f"{'mean':<12} {'':>5} {100 * sum(baccs) / len(baccs):>6.1f}")
+        split = [rows.splits[i] for i in range(len(scores))]
+        part = {name: ([s for s, x in zip(scores, split) if x == name], [y for y, x in zip(rows.labels, split)
+                                                                          if x == name]) for name in set(split)}
+        result = evaluate_protocol(*part[SPLIT], *(part[args.split] if test else (None, None)))
+        bacc = result.test_balanced_accuracy if test else result.evaluation_balanced_accuracy
+        auc = result.test_roc_auc if test else result.evaluation_roc_auc
+        assert bacc is not None and auc is not None
+        baccs.append(bacc)
+        aucs.append(auc)
+        print(f"{domain:<12} {len(part[args.split][0]):>5} {100 * bacc:>6.1f} {100 * auc:>6.1f} {result.threshold:>7.3f} "
+              f"{seconds:>6.2f}", flush=True)
+        records += [{"domain": domain, "id": i, "split": x, "label": y, "score": s}
+                    for i, x, y, s in zip(rows.ids, split, rows.labels, scores)]
+    print(f"{'mean':<12} {'':>5} {100 * sum(baccs) / len(baccs):>6.1f} {100 * sum(aucs) / len(aucs):>6.1f}")
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return 0
