@@ -76,7 +76,7 @@ class TensorInfo:
 
     @property
     def type_name(self) -> str:
-        return _TYPE_NAMES.get(self.ggml_type, f"type {self.ggml_type}")
+        return _type_name(self.ggml_type)
 
 
 @dataclass
@@ -222,7 +222,7 @@ def _parse(buffer: Any, path: Path) -> GGUFFile:
     for name, shape, ggml_type, offset in raw_infos:
         start = data_offset + offset
         if ggml_type in _BLOCKS and int(np.prod(shape, dtype=np.int64)) % _BLOCKS[ggml_type][0]:
-            raise GGUFError(f"{path}: tensor {name!r} of shape {shape} is not whole {_TYPE_NAMES[ggml_type]} blocks")
+            raise GGUFError(f"{path}: tensor {name!r} of shape {shape} is not whole {_type_name(ggml_type)} blocks")
         nbytes = _tensor_nbytes(shape, ggml_type)
         if nbytes is not None and start + nbytes > len(buffer):
             raise GGUFError(f"{path}: truncated GGUF file (tensor {name!r} ends at byte {start + nbytes}, "
@@ -240,9 +240,12 @@ def _tensor_nbytes(shape: tuple[int, ...], ggml_type: int) -> int | None:
     return count // per_block * block_bytes
 
 
+def _type_name(ggml_type: int) -> str:
+    return _TYPE_NAMES.get(ggml_type, f"type {ggml_type}")
+
+
 def _unsupported(name: str, ggml_type: int) -> GGUFError:
-    type_name = _TYPE_NAMES.get(ggml_type, f"type {ggml_type}")
-    return GGUFError(f"tensor {name!r} has GGUF type {type_name}; only F32, F16, Q8_0 and Q4_1 are read")
+    return GGUFError(f"tensor {name!r} has GGUF type {_type_name(ggml_type)}; only F32, F16, Q8_0 and Q4_1 are read")
 
 
 def dequantize(raw: np.ndarray, ggml_type: int, shape: tuple[int, ...], name: str = "tensor") -> np.ndarray:
@@ -475,11 +478,7 @@ def gguf_tokenizer(gguf: GGUFFile) -> Any:
         if token_type == CONTROL_TOKEN and set(token) <= spelled
     ]
     backend.add_special_tokens(control)
-    special = {
-        name: _token(tokens, metadata, f"tokenizer.ggml.{key}")
-        for name, key in (("bos_token", "bos_token_id"), ("eos_token", "eos_token_id"),
-                          ("unk_token", "unknown_token_id"), ("pad_token", "padding_token_id"))
-    }
+    special = {field_name.removesuffix("_id"): _token(tokens, metadata, key) for key, field_name in _TOKEN_IDS.items()}
     kwargs: dict[str, Any] = {name: token for name, token in special.items() if token is not None}
     if "tokenizer.chat_template" in metadata:
         kwargs["chat_template"] = metadata["tokenizer.chat_template"]

@@ -190,8 +190,6 @@ def embedded_model_dir() -> Path:
             state = llama_state_dict(gguf)
         finally:
             gguf.close()
-        if config.tie_word_embeddings:  # what save_pretrained keeps of tied weights
-            state.pop("lm_head.weight", None)
         tok = AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir()))
         config.save_pretrained(str(tmp))
         GenerationConfig(
