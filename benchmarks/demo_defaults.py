@@ -11,7 +11,9 @@ constraint; ``λ4``; ``ext2``/``ext1``: the extraction reward at h 2 and 1; ``α
 ``labels``/``definition``: the fair prompts; ``groupwise``: the demo's defaults plus the group-wise
 candidate, ``decoding.groupwise.GROUPWISE_RECIPE``, whose fair beams are ``none``'s; ``interleaved``: the same
 with plain beam search over the documents interleaved by group, ``decoding.document_order.INTERLEAVED_RECIPE``;
-``quote``: the same with plain + one attributed quote, ``decoding.quote.QUOTE_RECIPE``, nothing decoded; a set
+``quote``: the same with plain + one attributed quote, ``decoding.quote.QUOTE_RECIPE``, nothing decoded, its
+group chosen as the demo chooses it, by Equal Coverage's per-group coverage (rows of an ``--out`` written
+before that rule chose by the UER terms alone); a set
 where no quote lowers the UER gets a marker row and its pools are the rest): fair beam β ∈ {1, 3} (4 beams, α 3, ``ratio`` target) and 3 sampled
 candidates (nucleus, top-k, hybrid: the N=2 pool is the first two), plus the plain beam-search
 summary; a fair-prompt steering also decodes plain beam search under its prompt (``beam+labels``),
@@ -248,7 +250,7 @@ def generate_rows(examples: Sequence[Any], out: Path, lambda_samples: int = SAMP
             if steer in SHARED_BEAMS:  # its fair beams are another steering's rows
                 config = dataclasses.replace(config, fair_beams=())
             cands = evenhand_candidates(engine, engine.tokenizer, ex, config, scorers[COMPONENTS[0]],
-                                        plains[ex.id])[:-1]  # the plain summary is its own row
+                                        plains[ex.id], coverage=scorers["equal-coverage"])[:-1]  # plain: own row
         texts = [c["text"] for c in cands]
         if not texts:  # nothing to add on this set (no quote lowers the UER): a marker row, no scores
             with out.open("a", encoding="utf-8") as f:

@@ -295,14 +295,16 @@ def _no_step(name: str) -> None:
 
 def evenhand_candidates(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
-    step: Callable[[str], None] = _no_step,
+    step: Callable[[str], None] = _no_step, coverage: Any = None,
 ) -> list[dict[str, Any]]:
     """The evenhand column's candidates, unscored: fair beam per β, with ``config.fair_prompt`` plain
     beam search under that prompt (``prompted_beam_recipe``), with ``config.groupwise`` the group-wise
     summary (``GROUPWISE_RECIPE``, ``decoding.groupwise``), with ``config.interleave`` plain beam search
     over the documents interleaved by group (``INTERLEAVED_RECIPE``), and N sampled candidates under the
     constraints (and the fair prompt), then the plain summary (recipe ``beam``); each
-    ``{"text", "recipe", "index"}``. ``step(name)`` is called as each step starts (``set_steps``' names)."""
+    ``{"text", "recipe", "index"}``. ``step(name)`` is called as each step starts (``set_steps``' names).
+    ``coverage``: the Equal Coverage scorer whose per-group coverage picks the group the quote speaks for
+    (``rerank.group_coverage.left_out_groups``; None: the UER terms alone)."""
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
     from evenhand.rerank.reranker import RerankConfig, Reranker
@@ -352,8 +354,8 @@ def evenhand_candidates(
         from evenhand.rerank.group_coverage import left_out_groups
 
         step("choosing the quote")  # for a group plain leaves out (per-group coverage), else by UER alone
-        quoted = quote_candidate(example, plain, config.fairness, len(candidates),
-                                 left_out_groups(example, plain, composite))
+        left_out = None if coverage is None else left_out_groups(example, plain, coverage)
+        quoted = quote_candidate(example, plain, config.fairness, len(candidates), left_out)
         if quoted is not None:
             candidates.append(quoted)
     if config.candidates > 0:
@@ -370,14 +372,14 @@ def evenhand_candidates(
 
 def evenhand_summary(
     model: Any, tokenizer: Any, example: Example, config: DemoConfig, composite: Any, plain: str,
-    floor_scorers: dict[str, Any] | None = None, step: Callable[[str], None] = _no_step,
+    floor_scorers: dict[str, Any] | None = None, step: Callable[[str], None] = _no_step, coverage: Any = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Fair beam + sampled candidates under the constraints + the plain summary, reranked under
     the floors; (kept text, candidates with their scores, the kept one marked ``kept``). ``step(name)``:
-    as each step starts (``set_steps``)."""
+    as each step starts (``set_steps``); ``coverage``: as ``evenhand_candidates``."""
     from evenhand.rerank.reranker import score_and_select
 
-    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain, step)
+    candidates = evenhand_candidates(model, tokenizer, example, config, composite, plain, step, coverage)
     best = score_and_select(
         example, candidates, composite, config.floors, floor_scorers,
         on_step=lambda name: step("scoring the candidates" if name == "scoring" else f"floor {name}"),
@@ -497,7 +499,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     from evenhand.evaluation.io.jsonl import write_jsonl
     from evenhand.evaluation.io.progress import Progress, eta_text
     from evenhand.evaluation.scoring.registry import get_scorer
-    from evenhand.rerank.group_coverage import backend_words
+    from evenhand.rerank.group_coverage import backend_words, coverage_component
     from evenhand.rerank.reranker import build_floor_scorers
     from evenhand.rerank.selection import selection_lines
     from evenhand.rerank.sharing import share_model
@@ -520,7 +522,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     model, tokenizer = engine, engine.tokenizer
     composite = get_scorer("composite", scorers=config.scorers, weights=config.weights, progress=False)
     floor_scorers = build_floor_scorers(composite, config.floors, options={n: {"progress": False} for n in config.floors})
-    coverage = getattr(composite, "components", {}).get("equal-coverage") or get_scorer("equal-coverage", progress=False)
+    coverage = coverage_component(composite) or get_scorer("equal-coverage", progress=False)
     if shared is not None:  # score with the loaded generator, no second copy
         for scorer in (composite, *floor_scorers.values()):
             share_model(scorer, shared[0], shared[1], args.model)
@@ -541,7 +543,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             track.start(steps[0])
             plain = generate(model, tokenizer, [ex], plain_config, progress=False)[0]
             _, candidates = evenhand_summary(model, tokenizer, ex, config, composite, plain, floor_scorers,
-                                             track.start)
+                                             track.start, coverage)
             track.start(steps[-1])
             record = set_record(ex, plain, candidates, config, coverage)
             track.finish()

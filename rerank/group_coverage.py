@@ -86,14 +86,14 @@ def coverage_words(coverage: list[GroupCoverage]) -> str:
     return "; ".join(c.words() for c in coverage)
 
 
-def left_out_groups(example: Example, summary: str, scorer: Any) -> list[str] | None:
-    """The groups ``summary`` does not cover (``group_coverage`` on the Equal Coverage component of
-    ``scorer``, a composite, or on ``scorer`` itself when it is one), or None when ``scorer`` has no
-    Equal Coverage to read (the caller then knows nothing about coverage)."""
-    from .scorers.equal_coverage import EqualCoverageScorer
+def coverage_component(scorer: Any) -> Any:
+    """What reads per-group coverage in ``scorer``: the scorer itself when it has ``coverage_matrix``
+    (``EqualCoverageScorer``), else a composite's Equal Coverage component; None when it has neither."""
+    if hasattr(scorer, "coverage_matrix"):
+        return scorer
+    return getattr(scorer, "components", {}).get("equal-coverage")
 
-    ec = scorer if isinstance(scorer, EqualCoverageScorer) else getattr(scorer, "components", {}).get("equal-coverage")
-    if ec is None:
-        return None
-    return [g.group for g in group_coverage(example, summary, ec) if not g.covered]
 
+def left_out_groups(example: Example, summary: str, backend: Any) -> list[str]:
+    """The groups ``summary`` does not cover, by ``group_coverage`` on ``backend``."""
+    return [g.group for g in group_coverage(example, summary, backend) if not g.covered]

@@ -305,11 +305,13 @@ class Reranker:
             candidates.append(self.plain_candidate(example, len(candidates)))
         if self.config.quote:  # the plain summary + one attributed quote (no decoding; WRITING_FLOORS read plain)
             from ..decoding.quote import quote_candidate
-            from .group_coverage import left_out_groups
+            from .group_coverage import coverage_component, left_out_groups
 
             plain = candidates[-1]["text"]  # for a group plain leaves out (when the scorer reads coverage)
+            coverage = coverage_component(self.scorer)
+            left_out = None if coverage is None else left_out_groups(example, plain, coverage)
             quoted = quote_candidate(example, plain, self.generate_config.fairness or "ratio", len(candidates),
-                                     left_out_groups(example, plain, self.scorer))
+                                     left_out)
             if quoted is not None:
                 candidates.append(quoted)
         steps = ["scoring", *self.config.floors]
