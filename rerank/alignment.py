@@ -313,26 +313,31 @@ class CheckerBackend(AlignBackend):
     """
 
     def __init__(self, folder: str | Path | None = None, device: str | None = None, max_length: int = 256):
-        from .checker.model import load_checker
-        from .entail.model import has_model, load_model
-
-        if has_model(folder):
-            self.model = load_model(folder, _device(device), max_length)
-        else:
-            self.model = load_checker(folder, _device(device), max_length)
+        self.model = load_trained(folder, device, max_length)
         self.name = checker_backend_name(Path(folder) if folder else None)
 
     def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         return self.model.probs(premises, hypotheses, batch_size)
 
 
-def checker_backend_name(folder: Path | None = None) -> str:
+def load_trained(folder: str | Path | None, device: str | None, max_length: int, int8: bool = False) -> Any:
+    """evenhand's trained model of ``folder`` (default: the shipped entailment model, else the issue-33
+    recipe's checker), loaded once per process; ``int8``: the entailment model's Linear layers quantized."""
+    from .checker.model import load_checker
+    from .entail.model import has_model, load_model
+
+    if has_model(folder):
+        return load_model(folder, _device(device), max_length, int8)
+    return load_checker(folder, _device(device), max_length)
+
+
+def checker_backend_name(folder: Path | None = None, int8: bool = False) -> str:
     """How every output names the checker backend of ``folder`` (default: the shipped entailment model, else the
-    issue-33 recipe's checker)."""
+    issue-33 recipe's checker); ``int8``: the entailment model quantized."""
     from .entail.model import has_model, model_name
 
     if has_model(folder):
-        return f"{model_name(folder)} (MiniLM cross-encoder trained by evenhand on labelled pairs)"
+        return f"{model_name(folder)}{' int8' if int8 else ''} (MiniLM cross-encoder trained by evenhand on labelled pairs)"
     from .checker.model import checker_dir
 
     return f"evenhand-checker {(folder or checker_dir()).name} (MiniLM cross-encoder trained by evenhand, not NLI)"

@@ -221,25 +221,16 @@ class CheckerScorer(Scorer[CheckerScorerConfig]):
 
     @property
     def backend_name(self) -> str:
-        if self.entail:
-            from ..entail.model import model_name
+        from ..alignment import checker_backend_name
 
-            int8 = " int8" if self.config.int8 else ""
-            return f"{model_name(self.folder)}{int8} (MiniLM cross-encoder trained by evenhand on labelled pairs)"
-        return f"evenhand-checker {self.folder.name} (MiniLM cross-encoder trained by evenhand, not NLI)"
+        return checker_backend_name(self.folder, self.config.int8)
 
     def _load(self) -> Any:
         if self._model is None:
-            if self.entail:
-                from ...decoding.models import default_device
-                from ..entail.model import load_model
+            from ..alignment import load_trained
 
-                self._model = load_model(self.folder, self.config.device or default_device(),
-                                         self.config.max_length, self.config.int8)
-            else:
-                from ..checker.model import load_checker
-
-                self._model = load_checker(self.config.folder or None, self.config.device, self.config.max_length)
+            self._model = load_trained(self.config.folder or None, self.config.device, self.config.max_length,
+                                       self.config.int8)
         return self._model
 
     def _plain(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
