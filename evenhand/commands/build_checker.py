@@ -123,13 +123,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"cached {folder} (built before in {meta['train_seconds']} s of training; --force to rebuild)")
     if args.out:
-        import shutil
+        from evenhand.rerank.checker.model import copy_checker
 
-        from evenhand.evaluation.io.atomic import atomic_folder
-        from evenhand.rerank.checker.model import WEIGHTS
-
-        with atomic_folder(args.out) as tmp:
-            for name in (WEIGHTS, "checker.json"):
-                shutil.copyfile(folder / name, tmp / name)
+        copy_checker(folder, args.out)
         print(f"copied it to {args.out}")
     return 0

@@ -264,10 +264,7 @@ def build_checker(
             return target
         shipped = shipped_checker_dir()
         if not force and shipped_key(shipped) == full_key:
-            with atomic_folder(target, prefix=target.name + ".tmp-") as tmp:
-                for name in (WEIGHTS, "checker.json"):
-                    shutil.copyfile(shipped / name, tmp / name)
-            return target
+            return copy_checker(shipped, target, prefix=target.name + ".tmp-")
         base = minilm_path()
         examples = read_corpus(corpus)
         model, stats = train(options, examples, base, progress)
@@ -279,6 +276,17 @@ def build_checker(
             (tmp / "checker.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         _log(progress, f"saved {target} ({stats['train_seconds']} s of training)")
     return target
+
+
+def copy_checker(source: Path, target: str | Path, prefix: str | None = None) -> Path:
+    """Copy checker folder ``source``'s weights and ``checker.json`` into folder ``target``, replaced whole
+    (``atomic_folder``; ``prefix``: of its temporary sibling); ``target``."""
+    from ...evaluation.io.atomic import atomic_folder
+
+    with atomic_folder(target, prefix=prefix) as tmp:
+        for name in (WEIGHTS, "checker.json"):
+            shutil.copyfile(source / name, tmp / name)
+    return Path(target)
 
 
 def shipped_checker_dir() -> Path:
