@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         for j, summary in enumerate(summaries(i, args.candidates)):
             examples.append(Example(f"s{i}c{j}", [Document(source(i), None)]))
             outputs.append(summary)
-    from evenhand.rerank.checker.model import checker_dir
+    from evenhand.rerank.checker.model import build_checker
 
-    today = {"rules": True, "folder": str(checker_dir())}
+    today = {"rules": True, "folder": str(build_checker(progress=False))}  # the cache folder (built or copied)
     settings = [("checker today (issue-33 model, rules)", today),
                 ("entail k=2 embedding", {"rules": False, "k": 2, "select": "embedding"}),
                 ("entail k=2 words", {"rules": False, "k": 2, "select": "words"}),
