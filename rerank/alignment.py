@@ -9,7 +9,8 @@ Three backends share one method, ``pair_probs(premises, hypotheses)``:
   loaded into ``AutoModel.from_config`` — no pytorch-lightning, no pickle.
 - ``NliClassifier``: any sequence-classification NLI model; p = softmax(logits)
   at the label whose ``config.id2label`` name starts with "entail".
-- ``CheckerBackend`` (``model="checker"``): evenhand's own trained model: the
+- ``CheckerBackend`` (``model="checker"``, or ``model`` a folder made by ``evenhand
+  build-checker``): evenhand's own trained model: that folder's, else the
   shipped entailment model (``evenhand.rerank.entail``, a MiniLM cross-encoder
   trained on public labelled pairs; named ``evenhand-entail <sha8> (...)``)
   when the package has one, else the issue-33 checker (``evenhand.rerank.checker``,
@@ -331,6 +332,25 @@ def load_trained(folder: str | Path | None, device: str | None, max_length: int,
     return load_checker(folder, _device(device), max_length)
 
 
+def trained_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` is not a model evenhand trained (an entailment model or an issue-33 checker), or None."""
+    from .checker.model import WEIGHTS as CHECKER_WEIGHTS
+    from .entail.model import WEIGHTS as ENTAIL_WEIGHTS
+
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        return f"{folder} is not a folder; give a folder made by `evenhand build-checker`"
+    if (path / ENTAIL_WEIGHTS).is_file() or ((path / CHECKER_WEIGHTS).is_file() and (path / "checker.json").is_file()):
+        return None
+    return (f"{folder} holds neither {ENTAIL_WEIGHTS} (an entailment model) nor {CHECKER_WEIGHTS} with checker.json "
+            "(an issue-33 checker); give a folder made by `evenhand build-checker`")
+
+
+def is_trained_folder(model: str) -> bool:
+    """Whether the alignment ``model`` names a folder holding a model evenhand trained."""
+    return Path(model).expanduser().is_dir() and trained_folder_problem(model) is None
+
+
 def checker_backend_name(folder: Path | None = None, int8: bool = False) -> str:
     """How every output names the checker backend of ``folder`` (default: the shipped entailment model, else the
     issue-33 recipe's checker); ``int8``: the entailment model quantized."""
@@ -353,7 +373,8 @@ def load_backend(
     """The backend for ``model`` (loaded once per process and argument set).
 
     ``model`` is ``fallback``/``minilm`` (embedded MiniLM), ``checker`` (evenhand's
-    trained checker, ``CheckerBackend``; ``base_model`` unused), a checkpoint file
+    trained checker, ``CheckerBackend``; ``base_model`` unused), a folder made by
+    ``evenhand build-checker`` (an entailment model or a checker, ``CheckerBackend``), a checkpoint file
     (``.ckpt``/``.pt``/``.bin``/``.safetensors``: AlignScore format, with
     ``base_model`` for the encoder config and tokenizer), or a local folder /
     cached HF id of an NLI sequence classifier.
@@ -364,6 +385,8 @@ def load_backend(
             backend: AlignBackend = MiniLMFallback(device=device)
         elif model in CHECKER_ALIASES:
             backend = CheckerBackend(device=device, max_length=max_length)
+        elif is_trained_folder(model):
+            backend = CheckerBackend(model, device=device, max_length=max_length)
         elif Path(model).suffix in _CHECKPOINT_SUFFIXES:
             backend = AlignScoreCheckpoint(model, base_model, device, max_length)
         else:
@@ -376,7 +399,8 @@ def load_backend(
 class AlignmentConfig(ScorerConfig):
     """Settings every alignment-backed scorer has (``alignscore``, ``equal-coverage``)."""
 
-    model: str = field(default="fallback", metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, 'checker' (evenhand's trained checker) or 'fallback' (MiniLM)."})
+    model: str = field(default="fallback", metadata={"help": "AlignScore .ckpt file, NLI classifier folder/id, 'checker' (evenhand's trained checker), a folder made by "
+                                                                 "`evenhand build-checker` or 'fallback' (MiniLM)."})
     base_model: str = field(default="roberta-large", metadata={"help": "Config+tokenizer folder for a .ckpt (roberta-large or roberta-base)."})
     max_length: int = field(default=512, metadata={"help": "Tokens per (premise, hypothesis) pair."})
     device: str | None = field(default=None, metadata={"help": "cpu, cuda... (default: auto)."})
@@ -416,6 +440,8 @@ class AlignmentBackendMixin:
             return FALLBACK_NAME
         if model in CHECKER_ALIASES:
             return checker_backend_name()
+        if is_trained_folder(model):
+            return checker_backend_name(Path(model))
         if Path(model).suffix in _CHECKPOINT_SUFFIXES:
             return f"{model} (AlignScore on {self.config.base_model})"
         return f"{model} (NLI)"

@@ -14,7 +14,8 @@ from typing import Any
 SCORER_FLAGS = (
     ("--judge-model", "Judge for llm-coverage/llm-faithfulness: alias, folder, cached HF id or server URL "
      "http://HOST:PORT/v1[#MODEL] (default: embedded smollm2-135m-instruct)."),
-    ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, 'checker' (evenhand's trained checker) or 'fallback' (embedded MiniLM, default)."),
+    ("--align-model", "AlignScore .ckpt, NLI classifier folder/id, 'checker' (evenhand's trained checker), a folder "
+     "made by `evenhand build-checker` (an entailment model or a checker) or 'fallback' (embedded MiniLM, default)."),
     ("--align-base", "Config+tokenizer folder of an AlignScore .ckpt's encoder (roberta-large/-base)."),
     ("--lm-model", "Causal or seq2seq LM for lm-likelihood/lm-pmi/fluency/fairsumm-bartscore, or a vLLM server URL "
      "http://HOST:PORT/v1[#MODEL] (prompt log-probs; default: embedded smollm2-135m-instruct)."),
@@ -37,7 +38,62 @@ def add_scorer_options(parser: argparse.ArgumentParser) -> None:
     for flag, help_text in SCORER_FLAGS:
         parser.add_argument(flag, default=None, help=help_text)
     parser.add_argument("--scorer-batch-size", type=int, default=None, help="Batch size of every scorer.")
+    parser.add_argument(
+        "--scorer-option", action="append", default=None, metavar="SCORER.FIELD=VALUE",
+        help="Set one config field of a scorer (repeatable; also reaches a calibration's components), e.g. "
+        "checker.folder=DIR (an entailment model made by `evenhand build-checker --train-file`) and "
+        "checker.rules=false (its plain max-mean); the fields are each scorer's Config (docs/extending.md).",
+    )
     add_server_options(parser)
+
+
+def parse_scorer_options(values: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``--scorer-option SCORER.FIELD=VALUE`` values -> {scorer name: {field: value}}, each value read as its
+    field's type (bool: true/false, int, finite float, else text); a malformed one raises DataError naming it.
+
+    >>> parse_scorer_options(["checker.rules=false", "checker.k=3", "checker.folder=m"])
+    {'checker': {'rules': False, 'k': 3, 'folder': 'm'}}
+    """
+    import dataclasses
+    import math
+
+    from evenhand.evaluation.errors import DataError
+    from evenhand.evaluation.scoring.registry import UnknownScorerError, scorer_class
+
+    out: dict[str, dict[str, Any]] = {}
+    for value in values or []:
+        where = f"--scorer-option {value}"
+        head, eq, text = value.partition("=")
+        name, dot, field = head.strip().rpartition(".")
+        if not eq or not dot or not name or not field:
+            raise DataError(f"{where}: write SCORER.FIELD=VALUE, e.g. checker.rules=false")
+        try:
+            config = scorer_class(name).Config
+        except UnknownScorerError as err:
+            raise DataError(f"{where}: {err}") from None
+        fields = {f.name: f for f in dataclasses.fields(config)}
+        if field not in fields:
+            raise DataError(f"{where}: {name} has no field {field!r}; its fields: {', '.join(sorted(fields))}")
+        default = fields[field].default
+        kind = type(default) if default is not None and default is not dataclasses.MISSING else str
+        text = text.strip()
+        parsed: Any = text
+        if kind is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise DataError(f"{where}: {field} is true or false, got {text!r}")
+            parsed = text.lower() in ("true", "1", "yes")
+        elif kind in (int, float):
+            try:
+                parsed = int(text) if kind is int else float(text)
+            except ValueError:
+                raise DataError(f"{where}: {field} is {'an integer' if kind is int else 'a number'}, "
+                                f"got {text!r}") from None
+            if isinstance(parsed, float) and not math.isfinite(parsed):
+                raise DataError(f"{where}: {field} must be a finite number, got {text!r}")
+        elif not text:
+            raise DataError(f"{where}: give a value after '='")
+        out.setdefault(name, {})[field] = parsed
+    return out
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -124,6 +180,7 @@ def scorer_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
         }
         if args.scorer_batch_size is not None:
             opts["batch_size"] = args.scorer_batch_size
+        opts.update(parse_scorer_options(getattr(args, "scorer_option", None)).get(name, {}))
         options[name] = opts
     return options
 
@@ -153,9 +210,10 @@ def check_model_flags(args: argparse.Namespace) -> None:
                 _CHECKPOINT_SUFFIXES,
                 CHECKER_ALIASES,
                 FALLBACK_ALIASES,
+                is_trained_folder,
             )
 
-            if value in FALLBACK_ALIASES or value in CHECKER_ALIASES:
+            if value in FALLBACK_ALIASES or value in CHECKER_ALIASES or is_trained_folder(value):
                 continue
             check_local(value, flag, files=_CHECKPOINT_SUFFIXES)
         else:
@@ -196,6 +254,8 @@ def build_scorers(args: argparse.Namespace, names: list[str]) -> list[Any]:
                 for dest in getattr(scorer_class(name), "cli_options", {})
                 if getattr(args, dest, None)
             ]
+            flags += [f"--scorer-option {v}" for v in getattr(args, "scorer_option", None) or []
+                      if v.partition("=")[0].strip().rpartition(".")[0] == name]
             where = f" (from {', '.join(flags)})" if flags else ""
             raise DataError(f"{name}: {err}{where}") from None
     return scorers

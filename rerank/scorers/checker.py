@@ -136,6 +136,14 @@ class CheckerScorerConfig(ScorerConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_flags(self, "rules", "int8")
+        if not isinstance(self.folder, str):
+            raise ValueError(f"`folder` must be a folder path (text), got {self.folder!r}")
+        if self.folder:
+            from ..alignment import trained_folder_problem
+
+            problem = trained_folder_problem(self.folder)
+            if problem:
+                raise ValueError(f"`folder`: {problem}")
         check_count(self.k, "k", low=0, high=1000)
         check_count(self.chunk_words, "chunk_words")
         if self.select not in ("embedding", "words"):
