@@ -48,14 +48,26 @@ class AlignBackend:
     """p(premise supports hypothesis) for aligned lists of pairs."""
 
     name: str = "backend"
+    #: Pairs a backend remembers (then it starts afresh): one summary's coverage is read by Equal Coverage,
+    #: the floors and the demo's groups line, and a pair already read is not run through the model again.
+    MEMO_PAIRS = 50_000
 
     def pair_probs(
         self, premises: Sequence[str], hypotheses: Sequence[str], batch_size: int = 16
     ) -> list[float]:
-        """One probability in [0, 1] per (premise, hypothesis) pair."""
+        """One probability in [0, 1] per (premise, hypothesis) pair; each distinct pair not yet read
+        goes to the model once (in one batched call)."""
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
-        return self._pair_probs(list(premises), list(hypotheses), batch_size)
+        memo: dict[tuple[str, str], float] = self.__dict__.setdefault("_memo", {})
+        pairs = list(zip(premises, hypotheses))
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in memo]
+        if todo:
+            if len(memo) + len(todo) > self.MEMO_PAIRS:
+                memo.clear()
+            probs = self._pair_probs([p for p, _ in todo], [h for _, h in todo], batch_size)
+            memo.update(zip(todo, probs))
+        return [memo[pair] for pair in pairs]
 
     def _pair_probs(self, premises: list[str], hypotheses: list[str], batch_size: int) -> list[float]:
         """``pair_probs`` on lists of equal length (what backends implement)."""

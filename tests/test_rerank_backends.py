@@ -206,3 +206,28 @@ def test_checker_backend_feeds_the_scorers_and_is_named(monkeypatch, tmp_path):
     assert rec["backend"] == name
     assert rec["ec"] == pytest.approx(0.4) and rec["score"] == pytest.approx(-0.4)
     assert ec.coverage_matrix(ex, "The battery lasts a week.")[0] == [[1.0, pytest.approx(0.2)]]
+
+
+def test_a_pair_already_read_is_not_run_through_the_model_again():
+    from evenhand.rerank.alignment import AlignBackend
+
+    class Counting(AlignBackend):
+        MEMO_PAIRS = 4
+
+        def __init__(self):
+            self.calls: list[list[tuple[str, str]]] = []
+
+        def _pair_probs(self, premises, hypotheses, batch_size):
+            self.calls.append(list(zip(premises, hypotheses)))
+            return [10.0 * len(p) + len(h) for p, h in zip(premises, hypotheses)]  # not a probability: which pair
+
+    backend = Counting()
+    assert backend.pair_probs(["ab", "c", "ab"], ["x", "yy", "x"]) == [21.0, 12.0, 21.0]
+    assert backend.calls == [[("ab", "x"), ("c", "yy")]]  # the repeated pair read once
+    assert backend.pair_probs(["c", "dddd"], ["yy", "z"]) == [12.0, 41.0]
+    assert backend.calls[1:] == [[("dddd", "z")]]  # only the new pair
+    # over MEMO_PAIRS the memory starts afresh, so a long run does not grow without bound
+    assert backend.pair_probs(["e", "f"], ["1", "2"]) == [11.0, 11.0]
+    assert backend.pair_probs(["ab"], ["x"]) == [21.0] and backend.calls[-1] == [("ab", "x")]
+    with pytest.raises(ValueError, match="2 premises but 1 hypotheses"):
+        backend.pair_probs(["a", "b"], ["c"])
