@@ -178,3 +178,22 @@ def test_build_checker_flags_exit_with_one_line(tmp_path, capsys):
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.count("\n") == 1 and f"--out {data}: not a folder" in captured.err
     assert data.read_text(encoding="utf-8").startswith("{")  # untouched
+
+
+def test_build_checker_device_is_checked_before_the_file_is_read(tmp_path, capsys):
+    import torch
+
+    from evenhand.cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", encoding="utf-8")  # read only after the device passed
+    assert main(["build-checker", "--train-file", str(bad), "--out", str(tmp_path / "m"), "--device", "gpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device" in err and "cpu, cuda or cuda:N" in err, err
+    if not torch.cuda.is_available():
+        assert main(["build-checker", "--train-file", str(bad), "--out", str(tmp_path / "m"), "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--device cuda: this machine has no CUDA device" in err, err
+    assert main(["build-checker", "--max-pairs", "5", "--device", "cpu"]) == 2  # an entailment-model option
+    assert "--max-pairs" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()

@@ -23,7 +23,7 @@ NAME = "build-checker"
 HELP = ("Train evenhand's entailment model from a labelled pair file (--train-file, --out), or the issue-33 "
         "checker (synthetic pairs from source texts) into the cache; print its folder.")
 #: Options of the entailment model (``EntailOptions``) that the issue-33 checker does not have.
-_ENTAIL_ONLY = ("max_pairs", "threads")
+_ENTAIL_ONLY = ("max_pairs", "threads", "device")
 _CHECKER_ONLY = ("rounds", "epochs")
 
 
@@ -61,7 +61,7 @@ def _build_entail(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from evenhand.args import config_from_args
-    from evenhand.decoding.models import minilm_path
+    from evenhand.decoding.models import check_device, minilm_path
     from evenhand.evaluation.errors import DataError
     from evenhand.rerank.entail.model import (
         EntailOptions,
@@ -81,6 +81,7 @@ def _build_entail(args: argparse.Namespace) -> int:
         raise DataError(f"--train-file {args.train_file}: no such file; give a JSONL of "
                         "{premise, hypothesis, label} rows")
     options = config_from_args(EntailOptions, args)
+    check_device(options.device)  # a GPU this machine lacks: one line, before the file is read
     pairs = read_pairs(args.train_file)
     base = minilm_path()
     model, stats = train(options, pairs, base, log=None if args.quiet else stderr_log)

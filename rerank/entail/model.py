@@ -58,10 +58,17 @@ class EntailOptions:
     train_layers: int = field(default=3, metadata={
         "help": "MiniLM layers trained, counted from the top (the rest and the embeddings stay frozen)."})
     threads: int = field(default=1, metadata={"help": "torch threads (part of what makes the bytes reproducible)."})
+    device: str = field(default="cpu", metadata={
+        "help": "Where training runs: cpu, cuda or cuda:N (the same bytes again on the same kind of device; "
+        "the scores of a model trained on one device and run on another differ by float rounding only)."})
 
     def __post_init__(self) -> None:
+        import re
+
         from ...evaluation.data.checks import check_count, check_seed
 
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ValueError(f"`device` must be cpu, cuda or cuda:N, got {self.device!r}")
         check_seed(self.seed)
         check_count(self.max_pairs, "max_pairs", low=0)
         for name in ("batch_size", "max_length", "train_layers", "threads"):
@@ -138,6 +145,10 @@ def train(
     log: Callable[[str], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Fine-tune a cross-encoder from ``base_model`` on ``pairs``; the model (eval mode) and training stats."""
+    import os
+
+    if options.device != "cpu":  # deterministic cuBLAS needs this before CUDA starts
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
 
     from ..checker.model import CrossEncoder, freeze_lower, load_base
@@ -145,8 +156,9 @@ def train(
     torch.set_num_threads(options.threads)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(options.seed)
-    model = CrossEncoder(base_model, max_length=options.max_length)
+    model = CrossEncoder(base_model, device=options.device, max_length=options.max_length)
     load_base(model, base_model)
+    model.modules().to(options.device)
     batches = batch_order(pairs, options)
     trained = freeze_lower(model, options.train_layers)
     model.modules().train()
@@ -157,11 +169,11 @@ def train(
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start, recent, seen = time.monotonic(), [], 0
     _log(log, f"{sum(len(b) for b in batches)} of {len(pairs)} pairs, {steps} steps of {options.batch_size}, "
-              f"top {options.train_layers} layers, {options.threads} thread(s)")
+              f"top {options.train_layers} layers, {options.threads} thread(s), {options.device}")
     for step, rows in enumerate(batches, 1):
         batch = [pairs[i] for i in rows]
         enc = model.encode([p.premise for p in batch], [p.hypothesis for p in batch], truncation="longest_first")
-        loss = loss_fn(model.logits(enc), torch.tensor([float(p.label) for p in batch]))
+        loss = loss_fn(model.logits(enc), torch.tensor([float(p.label) for p in batch], device=options.device))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
