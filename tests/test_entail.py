@@ -137,6 +137,12 @@ def test_training_is_byte_for_byte_reproducible_and_the_file_loads(tmp_path):
     records = scorer.score_details(examples, summaries)
     assert [r["score"] for r in records] == pytest.approx([r["score"] for r in both], abs=1e-5)
     assert records[0]["backend"].startswith(loaded.name) and records[0]["claims"] == 2
+    # the folder as an alignment backend (--align-model DIR: alignscore, equal-coverage) is the same model
+    from evenhand.rerank.alignment import CheckerBackend, load_backend
+
+    backend = load_backend(str(folders[0]), device="cpu", max_length=128)
+    assert isinstance(backend, CheckerBackend) and backend.name.startswith(loaded.name)
+    assert backend.pair_probs(premises, claims) == pytest.approx(together, abs=1e-5)
 
     # a base model with other content is refused with one clear line
     base = tmp_path / "base"
