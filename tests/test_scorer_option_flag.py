@@ -21,9 +21,11 @@ from evenhand.rerank.alignment import (
 
 def test_values_are_read_as_their_fields_types() -> None:
     assert parse_scorer_options(["checker.rules=false", "checker.k=3", "checker.folder=m", "checker.lm_gap=2.5",
-                                 "alignscore.max_length=64", "checker.int8=TRUE"]) == {
+                                 "alignscore.max_length=64", "checker.int8=TRUE", "fairsumm-bertscore.layer=17",
+                                 "fairsumm-bertscore.baseline=0.83"]) == {
         "checker": {"rules": False, "k": 3, "folder": "m", "lm_gap": 2.5, "int8": True},
-        "alignscore": {"max_length": 64}}
+        "alignscore": {"max_length": 64},
+        "fairsumm-bertscore": {"layer": 17, "baseline": 0.83}}  # `int | None`, `float | None`: their first type
     assert parse_scorer_options(None) == {}
     # the last value of a field wins, as argparse's own repeated flags do
     assert parse_scorer_options(["checker.k=1", "checker.k=4"]) == {"checker": {"k": 4}}
@@ -39,6 +41,8 @@ def test_values_are_read_as_their_fields_types() -> None:
     ("checker.lm_gap=nan", "lm_gap must be a finite number, got 'nan'"),
     ("checker.lm_gap=inf", "lm_gap must be a finite number"),
     ("checker.folder=", "give a value after '='"),
+    ("composite.weights=1", "weights is not a single value"),
+    ("composite.scorers=rouge", "scorers is not a single value"),
 ])
 def test_a_malformed_option_names_itself(value: str, message: str) -> None:
     with pytest.raises(DataError) as err:

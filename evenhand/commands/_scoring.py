@@ -74,8 +74,13 @@ def parse_scorer_options(values: list[str] | None) -> dict[str, dict[str, Any]]:
         fields = {f.name: f for f in dataclasses.fields(config)}
         if field not in fields:
             raise DataError(f"{where}: {name} has no field {field!r}; its fields: {', '.join(sorted(fields))}")
-        default = fields[field].default
-        kind = type(default) if default is not None and default is not dataclasses.MISSING else str
+        default, annotation = fields[field].default, str(fields[field].type)
+        if default is dataclasses.MISSING or any(t in annotation for t in ("list", "dict", "tuple", "Sequence")):
+            raise DataError(f"{where}: {field} is not a single value; --scorer-option sets text, numbers and "
+                            "true/false only")
+        # the annotation's first type (`int | None` -> int), else the default's
+        first = annotation.split("|")[0].strip()
+        kind = {"bool": bool, "int": int, "float": float, "str": str}.get(first, type(default) if default is not None else str)
         text = text.strip()
         parsed: Any = text
         if kind is bool:
