@@ -41,6 +41,7 @@ when the package is not installed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import hashlib
@@ -50,7 +51,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,20 @@ def _reusable(folder: Path, options: Any, train_sha: str, base_digest: str) -> b
             and meta.get("train_file_sha256") == train_sha and meta.get("base_digest") == base_digest)
 
 
+@contextlib.contextmanager
+def attention_kernels(which: str) -> Iterator[None]:
+    """``math``: scaled-dot-product attention by its plain math kernel, deterministic forward and backward on
+    CUDA too (the fused kernels' backward may not be, which ``use_deterministic_algorithms`` refuses or warns
+    about); ``auto``: torch's choice."""
+    if which == "auto":
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        yield
+
+
 def device_name(device: str) -> str:
     if device == "cpu":
         import platform
@@ -323,7 +338,8 @@ def train_and_score(args: argparse.Namespace) -> dict[str, Any]:
         t = time.monotonic()
         pairs = read_pairs(train_file)
         timings["read_s"] = round(time.monotonic() - t, 2)
-        model, stats = train(options, pairs, base, log=log)
+        with attention_kernels(args.attention):
+            model, stats = train(options, pairs, base, log=log)
         timings["train_s"] = stats["train_seconds"]
         t = time.monotonic()
         command = "python -m benchmarks.gpu_entail " + shlex.join(args.argv)
@@ -351,7 +367,7 @@ def train_and_score(args: argparse.Namespace) -> dict[str, Any]:
     timings["total_s"] = round(time.monotonic() - start, 1)
     report = {
         "split": SPLIT, "device": options.device, "device_name": device_name(options.device),
-        "options": dataclasses.asdict(options), "train_file": train_file.name, "train_file_sha256": train_sha,
+        "options": dataclasses.asdict(options), "attention": args.attention, "train_file": train_file.name, "train_file_sha256": train_sha,
         "reused_model": reused, **stats, "timings": timings, "weights_bytes": (work / WEIGHTS).stat().st_size,
         "predicted_weights_bytes": predicted, "scorer": {"name": "checker", "rules": False, "folder": "model"},
         "summedits": domains, "mean": {"balanced_accuracy": round(sum(baccs) / len(baccs), 4),
@@ -416,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             default = GPU_DEFAULTS.get(f.name, f.default)
             parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=default,
                                 help=f"{f.metadata.get('help', '')} (default {default})")
+    parser.add_argument("--attention", choices=("math", "auto"), default="math",
+                        help="Attention kernels while training: math (deterministic on CUDA; default) or auto.")
     parser.add_argument("--limit", type=int, default=0, help="Evaluation rows per domain (0: all).")
     parser.add_argument("--quiet", action="store_true", help="No training progress lines.")
     parser.add_argument("--stage", action="store_true", help="Here: write .gpu/entail and .gpu-stage/minilm.")
