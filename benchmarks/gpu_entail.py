@@ -66,6 +66,7 @@ from evenhand.evaluation.metrics.binary_meta_eval import (  # noqa: E402
     SPLIT_ALIASES,
     check_labelled,
     evaluate_labelled,
+    first_rows,
     load_labelled,
     read_rows,
 )
@@ -101,14 +102,6 @@ def weights_bytes(base_model: str | Path, train_layers: int) -> int:
 def default_summedits() -> Path:
     """The first SummEdits folder of ``SUMMEDITS`` that holds files (the first one when none does)."""
     return next((p for p in SUMMEDITS if any(p.glob("summedits_*.json"))), SUMMEDITS[0])
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # --- here, before the device calls -------------------------------------------------------------------------
@@ -291,7 +284,7 @@ def train_and_score(args: argparse.Namespace) -> dict[str, Any]:
     """Train (or reuse), save, score the evaluation split; the report (also written into ``--out``)."""
     from evenhand.decoding.models import check_device, minilm_path
     from evenhand.evaluation.io.atomic import atomic_folder, atomic_open
-    from evenhand.evaluation.io.digests import content_digest
+    from evenhand.evaluation.io.digests import content_digest, file_sha256
     from evenhand.evaluation.scoring.registry import get_scorer
     from evenhand.rerank.entail.model import (
         WEIGHTS,
@@ -322,7 +315,7 @@ def train_and_score(args: argparse.Namespace) -> dict[str, Any]:
     data = load_labelled(summedits_files(args.summedits), "--summedits")
     data = data.select(data.rows_of_split(SPLIT))  # never `test`: it is read once, later
     if args.limit:
-        data = data.select([i for d in data.domain_names() for i in data.rows(d)[: args.limit]])
+        data = first_rows(data, args.limit)
     check_labelled(data, (SPLIT,), "--summedits")
     train_sha, base_digest = file_sha256(train_file), content_digest(base) or ""
     work = Path(args.work)
