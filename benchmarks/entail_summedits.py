@@ -27,6 +27,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from evenhand.evaluation.errors import DataError
 from evenhand.evaluation.metrics.binary_meta_eval import (
@@ -39,6 +40,22 @@ from evenhand.evaluation.metrics.binary_meta_eval import (
 
 #: The split scored by default: the one the threshold is chosen on.
 SPLIT = SPLITS[0]
+
+
+def summedits_files(folder: str | Path) -> list[Path]:
+    """The ``summedits_*.json`` files of ``folder``, sorted; none there is a DataError naming the folder."""
+    paths = sorted(Path(folder).glob("summedits_*.json"))
+    if not paths:
+        raise DataError(f"{folder}: no summedits_*.json files there; pass the SummEdits folder")
+    return paths
+
+
+def score_rows(scorer: Any, rows: LabelledSet) -> list[float]:
+    """A registered scorer's score of each (document, summary) row, one single-document source per row."""
+    from evenhand.evaluation.data.schema import Document, Example
+
+    examples = [Example(i, [Document(doc, None)]) for i, doc in zip(rows.ids, rows.documents)]
+    return scorer.score(examples, rows.summaries)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,11 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="evaluation (default; choose settings there) or test (report once: threshold from "
                         "evaluation)")
     args = parser.parse_args(argv)
-    paths = sorted(Path(args.data).glob("summedits_*.json"))
-    if not paths:
-        parser.error(f"--data {args.data}: no summedits_*.json files there; pass the SummEdits folder")
     try:
-        data = load_labelled(paths)
+        data = load_labelled(summedits_files(args.data))
     except DataError as err:
         parser.error(str(err))
     test = args.split != SPLIT
@@ -84,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         import dataclasses
 
-        from evenhand.evaluation.data.schema import Document, Example
         from evenhand.evaluation.scoring.registry import get_scorer, scorer_class
 
         config = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
@@ -95,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         label = f"{args.scorer or 'checker'} {config}"
 
         def score(rows: LabelledSet) -> list[float]:
-            examples = [Example(i, [Document(doc, None)]) for i, doc in zip(rows.ids, rows.documents)]
-            return scorer.score(examples, rows.summaries)
+            return score_rows(scorer, rows)
     print(f"SummEdits `{args.split}` split{' (threshold from evaluation)' if test else ''}, {label}")
     print(f"{'domain':<12} {'rows':>5} {'bacc':>6} {'auc':>6} {'thr':>7} {'s/row':>6}")
     records, baccs, aucs = [], [], []

@@ -135,8 +135,10 @@ def _site_packages() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).parent
 
 
-def stage_models(stage: Path, part_size: int) -> list[Path]:
-    """The embedded model packages (package folders + dist-info) as one gzipped tar split into
+def stage_models(
+    stage: Path, part_size: int, packages: Sequence[tuple[str, str]] = MODEL_PACKAGES,
+) -> list[Path]:
+    """The embedded model ``packages`` (package folders + dist-info) as one gzipped tar split into
     ``stage/pK/models.tar.gz.K`` of ``part_size`` bytes at most, each folder with the SHA256SUMS
     of all parts (gzip saves 5 %: 168 MiB, three calls instead of four)."""
     site = _site_packages()
@@ -144,7 +146,7 @@ def stage_models(stage: Path, part_size: int) -> list[Path]:
     stage.mkdir(parents=True)
     tar_path = stage / "models.tar.gz"
     with tarfile.open(tar_path, "w:gz", compresslevel=6) as tar:
-        for module, dist in MODEL_PACKAGES:
+        for module, dist in packages:
             tar.add(site / module, arcname=module)
             for info in site.glob(f"{dist}-*.dist-info"):
                 tar.add(info, arcname=info.name)
