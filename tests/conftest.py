@@ -43,6 +43,22 @@ def model_dir(tmp_path_factory, tiny_causal):
     return path
 
 
+#: The smallest tiny Llama vLLM's CPU attention serves (head size 64 / 2 = 32).
+TINY_VLLM = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1}
+
+
+@pytest.fixture(scope="session")
+def vllm_model(tmp_path_factory, tokenizer):
+    """A tiny random Llama saved as a local folder (safetensors) that vLLM and transformers both load."""
+    from evenhand.decoding.models import tiny_model
+
+    path = tmp_path_factory.mktemp("vllm_model") / "tiny"
+    model, tok = tiny_model("causal", seed=0, tokenizer=tokenizer, **TINY_VLLM)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return path
+
+
 #: Two sources with human-scored summaries in the controlled-summaries format.
 CONTROLLED_ENTRIES = [
     {"source": ["The mayor cut taxes. Schools got less money.", "Parks were closed."],

@@ -11,15 +11,16 @@ pytestmark = pytest.mark.slow
 
 
 def test_generate_cli_on_amazon_is_deterministic(tmp_path):
+    """Two runs, one padded batch of two FairSumm sources (575 and 584 prompt tokens), same bytes."""
     data = shared_file("perspectivesumm/amazon_gold.json")
     outs = []
     for name in ("a.jsonl", "b.jsonl"):
         out = tmp_path / name
-        args = ["generate", "--data", str(data), "--limit", "3", "--out", str(out),
+        args = ["generate", "--data", str(data), "--limit", "2", "--out", str(out),
                 "--max-new-tokens", "24", "--num-beams", "2", "--seed", "1"]
         assert main(args) == 0
         rows = [json.loads(line) for line in out.read_text().splitlines()]
-        assert [r["id"] for r in rows] == ["amazon_gold-0", "amazon_gold-1", "amazon_gold-2"]
+        assert [r["id"] for r in rows] == ["amazon_gold-0", "amazon_gold-1"]
         assert all(r["summary"].strip() for r in rows)
         outs.append([r["summary"] for r in rows])
     assert outs[0] == outs[1]
@@ -27,7 +28,7 @@ def test_generate_cli_on_amazon_is_deterministic(tmp_path):
     # with other options (here the defaults) it is refused (the manifest differs)
     before = (tmp_path / "a.jsonl").read_text()
     assert main([*args[:6], str(tmp_path / "a.jsonl"), *args[7:]]) == 0
-    assert main(["generate", "--data", str(data), "--limit", "3", "--out", str(tmp_path / "a.jsonl")]) == 2
+    assert main(["generate", "--data", str(data), "--limit", "2", "--out", str(tmp_path / "a.jsonl")]) == 2
     assert (tmp_path / "a.jsonl").read_text() == before
 
 

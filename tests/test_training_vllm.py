@@ -26,8 +26,6 @@ pytest.importorskip("vllm", reason="vLLM is not installed (make setup-vllm)")
 pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parents[1]
-#: head size 64 / 2 = 32: the smallest vLLM's CPU attention serves
-TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1}
 TOKENS = 16
 
 _HASH = '''
@@ -50,18 +48,6 @@ import sys
 from evenhand.cli import main
 sys.exit(main(sys.argv[1:]))
 '''
-
-
-@pytest.fixture(scope="module")
-def vllm_model(tmp_path_factory, tokenizer):
-    """The tiny model saved as a local folder (safetensors) vLLM and transformers both load."""
-    from evenhand.decoding.models import tiny_model
-
-    path = tmp_path_factory.mktemp("vllm_model") / "tiny"
-    model, tok = tiny_model("causal", seed=0, tokenizer=tokenizer, **TINY)
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return path
 
 
 @pytest.fixture(scope="module")

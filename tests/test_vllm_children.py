@@ -4,7 +4,9 @@ Marked ``vllm`` (``make test`` runs it in .venv-vllm). With
 ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` vLLM runs its engine core in a child process
 (evenhand's default, 0, keeps it in-process: no child to leave). The command runs
 in a session of its own; once it has written its first chunk of summaries, the
-whole process group gets SIGINT, as from a terminal. Self-checking: the test
+whole process group gets SIGINT, as from a terminal. The model is the tiny random Llama
+(conftest's ``vllm_model``): the clean-up is the same for any model, and SmolLM2 took most of
+the test's minute and a half to decode the first chunk of 64 prompts. Self-checking: the test
 fails, rather than passes vacuously, if no child process was seen before the
 signal. Afterwards no process of the session may be alive (read from ``/proc``,
 no psutil).
@@ -36,14 +38,16 @@ def _session(sid: int) -> dict[int, str]:
     return dict(session_members(sid))
 
 
-def test_ctrl_c_ends_the_vllm_engine_processes(tmp_path):
+def test_ctrl_c_ends_the_vllm_engine_processes(tmp_path, vllm_model):
     demo = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
     data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps({**demo[i % len(demo)], "id": f"x{i}"}) + "\n" for i in range(200)))
+    # chunks of 64 prompts: the tiny model decodes one in about a second, so enough of them that
+    # the run is still going when the signal comes
+    data.write_text("".join(json.dumps({**demo[i % len(demo)], "id": f"x{i}"}) + "\n" for i in range(64 * 40)))
     out = tmp_path / "o.jsonl"
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evenhand.cli", "generate", "--engine", "vllm", "--data", str(data), "--out", str(out),
+        [sys.executable, "-m", "evenhand.cli", "generate", "--engine", "vllm", "--model", str(vllm_model), "--data", str(data), "--out", str(out),
          "--max-new-tokens", "4", "--num-beams", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )

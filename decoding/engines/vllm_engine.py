@@ -335,6 +335,22 @@ class VllmEngine:
             result.append([float(step[int(tok)].logprob) for tok, step in zip(prompt[1:], steps[1:])])
         return result
 
+    def next_logprobs(self, prompts: Sequence[Sequence[int]], token_ids: Sequence[int]) -> list[list[float]]:
+        """log p(token | prompt) of each of ``token_ids`` after each prompt: one request per prompt.
+
+        vLLM's ``logprob_token_ids``: the model's own (raw) log-probs of exactly these tokens at the
+        first generated position, whether or not they are among the top tokens; the prompt is
+        decoded once (``prompt_logprobs`` of the prompt + each token would decode it once per token,
+        vLLM reads no prefix cache for a request asking for prompt log-probs).
+        """
+        if not prompts:
+            return []
+        ids = [int(t) for t in token_ids]
+        params = self.sampling_params(max_tokens=1, temperature=0.0, logprob_token_ids=ids, detokenize=False)
+        inputs = [{"prompt_token_ids": list(map(int, p))} for p in prompts]
+        outputs = self.llm.generate(inputs, params, use_tqdm=False)
+        return [[float(out.outputs[0].logprobs[0][t].logprob) for t in ids] for out in outputs]
+
     def close(self) -> None:
         """Release the engine (its KV cache); the object can build a new one on next use."""
         llm, self._llm = self._llm, None

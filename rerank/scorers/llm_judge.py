@@ -285,22 +285,17 @@ class LlmJudge(LmBackedScorer[JudgeConfig]):
     def digit_probs(self, prefix: list[int], suffixes: list[list[int]]) -> Any:
         """(k, 5) P("1".."5" next) after prefix + each suffix, from the full softmax.
 
-        In-process: one forward (``next_token_probs``). A vLLM server: one request per summary
-        with the digits as ``logprob_token_ids``. In-process vLLM: the prompt log-prob of each
-        digit appended to each prompt (5 requests per summary sharing vLLM's prefix cache),
-        so every digit's probability is exact even when it is not among the top tokens.
+        In-process: one forward (``next_token_probs``). vLLM, in-process or a server: one request
+        per summary with the digits as ``logprob_token_ids``, so every digit's probability is exact
+        even when it is not among the top tokens.
         """
         import torch
 
         digits = self.digit_ids()
         if not self.on_vllm and self.server is None:
             return self.next_token_probs(prefix, suffixes)[:, digits].cpu()
-        if self.server is not None:  # one request per summary: the digits' log-probs after it
-            values = self._load()[0].next_logprobs([prefix + suffix for suffix in suffixes], digits)
-            return torch.tensor(values, dtype=torch.float32).exp()
-        prompts = [prefix + suffix + [d] for suffix in suffixes for d in digits]
-        values = self._load()[0].prompt_logprobs(prompts)
-        return torch.tensor([v[-1] for v in values], dtype=torch.float32).view(len(suffixes), len(digits)).exp()
+        values = self._load()[0].next_logprobs([prefix + suffix for suffix in suffixes], digits)
+        return torch.tensor(values, dtype=torch.float32).exp()
 
     def _expected(self, prefix: list[int], suffixes: list[list[int]]) -> list[dict[str, Any]]:
         digit_probs = self.digit_probs(prefix, suffixes)
