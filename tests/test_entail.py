@@ -143,6 +143,30 @@ def test_training_is_byte_for_byte_reproducible_and_the_file_loads(tmp_path):
     backend = load_backend(str(folders[0]), device="cpu", max_length=128)
     assert isinstance(backend, CheckerBackend) and backend.name.startswith(loaded.name)
     assert backend.pair_probs(premises, claims) == pytest.approx(together, abs=1e-5)
+    # Equal Coverage on the model = Li et al.'s definition on the model's values, computed here by hand:
+    # P[s, d] = max over d's blocks of p(block supports s); c_d = sum_s P[s, d] / #covered units;
+    # EC = mean over groups of |mean of the group's c_d - mean of all c_d|
+    group_docs = [Document("Revenue rose 12 percent in the quarter. The council voted to remove forty parking "
+                           "spaces.", "north"),
+                  Document("Most reviewers said the battery lasts a week.", "north"),
+                  Document("The council kept every parking space.", "south")]
+    summary = "Revenue grew. The council kept every parking space."
+    units = ["Revenue grew.", "The council kept every parking space."]
+    blocks = [["Revenue rose 12 percent in the quarter.", "The council voted to remove forty parking spaces."],
+              ["Most reviewers said the battery lasts a week."], ["The council kept every parking space."]]
+    ec_scorer = get_scorer("equal-coverage", model=str(folders[0]), block_words=8, device="cpu",
+                           progress=False)
+    matrix, groups, origin = ec_scorer.coverage_matrix(Example("ec", group_docs), summary)
+    assert (groups, origin) == (["north", "north", "south"], "labels")
+    p = [[max(backend.pair_probs([b], [u])[0] for b in doc_blocks) for doc_blocks in blocks] for u in units]
+    assert [v for row in matrix for v in row] == pytest.approx([v for row in p for v in row], abs=1e-5)
+    covered = sum(1 for row in p if max(row) > 0)
+    c = [sum(row[d] for row in p) / covered for d in range(3)]
+    mean = sum(c) / 3
+    ec = (abs((c[0] + c[1]) / 2 - mean) + abs(c[2] - mean)) / 2
+    [ec_record] = ec_scorer.score_details([Example("ec", group_docs)], [summary])
+    assert ec_record["ec"] == pytest.approx(ec, abs=1e-5) and ec_record["score"] == pytest.approx(-ec, abs=1e-5)
+    assert ec_record["backend"].startswith(loaded.name)
 
     # a base model with other content is refused with one clear line
     base = tmp_path / "base"
