@@ -167,6 +167,20 @@ def test_mint_tokenizer_does_not_import_torch():
     assert "torch" not in modules
 
 
+def test_fairsumm_lemmas_do_not_import_spacy_and_leave_it_importable():
+    # lemminflect imports spaCy only for its token extensions; the lemma tables are the same without
+    modules = _modules_after(
+        "import sys\n"
+        "from evenhand.evaluation.text.tokens import lemma, normalize_word\n"
+        "assert (lemma('cats'), lemma('mice'), lemma('ran'), normalize_word('running')) == "
+        "('cat', 'mouse', 'run', 'run')\n"
+        "assert 'spacy' not in sys.modules and 'lemminflect' in sys.modules\n"
+        "import spacy\n"
+        "assert [t.text for t in spacy.blank('en')('Cats ran.')] == ['Cats', 'ran', '.']"
+    )
+    assert {"spacy", "lemminflect"} <= modules
+
+
 def test_mint_tokenizer_torch_opt_out():
     pytest.importorskip("torch")
     modules = _modules_after(
