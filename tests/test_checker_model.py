@@ -27,10 +27,9 @@ def write_corpus(path: Path) -> Path:
     return path
 
 
-def test_same_seed_builds_identical_weights(tmp_path, monkeypatch):
+def test_same_seed_builds_identical_weights(tiny_checker, tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "corpus.jsonl")
-    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "a"))
-    first = build_checker(TINY, corpus, progress=False)
+    first = tiny_checker  # the same options and corpus, trained in a cache of its own
     monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "b"))
     second = build_checker(TINY, corpus, progress=False)
     assert first != second and first.name == second.name  # same content key, two caches
