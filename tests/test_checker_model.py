@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,10 +28,9 @@ def write_corpus(path: Path) -> Path:
     return path
 
 
-def test_same_seed_builds_identical_weights(tmp_path, monkeypatch):
+def test_same_seed_builds_identical_weights(tiny_checker, tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "corpus.jsonl")
-    monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "a"))
-    first = build_checker(TINY, corpus, progress=False)
+    first = tiny_checker  # the same options and corpus, trained in a cache of its own
     monkeypatch.setenv("EVENHAND_CACHE", str(tmp_path / "b"))
     second = build_checker(TINY, corpus, progress=False)
     assert first != second and first.name == second.name  # same content key, two caches
@@ -186,7 +186,7 @@ def test_a_claim_about_several_that_the_lm_reads_in_one_document_only_scores_min
     ex = Example("lamp", [Document(t, g) for t, g in zip(texts, ("5", "4", "3", "5"))], attribute="rating")
     claim = "Several reviewers say the box held a lamp"
 
-    def scorer(**options):  # the LM test on (it is off by default)
+    def scorer(**options) -> Any:  # the LM test on (it is off by default); Any: its private state is read
         return get_scorer("checker", folder=str(tiny_checker), device="cpu", progress=False,
                           lm_model=str(model_dir), **{"lm_check": True, **options})
 

@@ -158,3 +158,34 @@ def test_response_prefix_starts_the_summary(tiny_causal, tokenizer):
     (s2s,) = generate(seq2seq, tokenizer, EXAMPLES[:1], GenerateConfig(max_new_tokens=4),
                       progress=False)
     assert isinstance(s2s, str)
+
+
+@pytest.mark.parametrize("fair", [{}, {"fair_beam": 1.0, "fairness": "ratio"}], ids=["beam", "fair-beam"])
+def test_beam_search_runs_the_prompt_once_per_example_with_the_same_summaries(tiny_causal, monkeypatch, fair):
+    """The prompt cache is built once per example and repeated per beam (``prefill_once``): the
+    model sees the left-padded batch, not ``num_beams`` copies of it, and the summaries equal
+    those of ``generate`` copying the prompts itself (plain and fair beam search)."""
+    from evenhand.decoding.engines import transformers as engine
+
+    model, tok = tiny_causal
+    config = GenerateConfig(max_new_tokens=8, num_beams=4, batch_size=3, **fair)
+    examples = [EXAMPLES[0], EXAMPLES[2]] if fair else EXAMPLES  # fairness: two groups or more
+    n = len(examples)
+    shapes: list[tuple[int, ...]] = []
+
+    def record(_module, args, kwargs):  # noqa: ANN001, ANN202
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        shapes.append(tuple(ids.shape))
+
+    handle = model.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        once = generate(model, tok, examples, config, progress=False)
+        prompt = shapes[0]
+        shapes.clear()
+        monkeypatch.setattr(engine, "PREFILL_ONCE_TYPES", frozenset())
+        copied = generate(model, tok, examples, config, progress=False)
+    finally:
+        handle.remove()
+    assert prompt[0] == n and shapes[0] == (n * 4, prompt[1] + 1)  # n examples vs n x 4 beams, whole prompt
+    assert all(s == (n * 4, 1) for s in shapes[1:])  # the steps: one token per beam
+    assert once == copied and all(once)

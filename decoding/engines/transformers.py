@@ -3,6 +3,7 @@
 Prompts are the plan's (``prompts/plan.py``), tokenized as one left-padded batch;
 every part of the config adds its processors through ``processors/builders.py``;
 fair beam search runs as transformers' ``custom_generate`` (``beam/hf_loop.py``).
+Beam search runs the prompt once per example and repeats its cache per beam (``prefill_once``).
 Each batch re-seeds torch with ``seed + index of its first example``.
 """
 
@@ -75,6 +76,41 @@ def hf_kwargs(config: DecodingSettings, own_repetition_penalty: bool = False) ->
     if config.do_sample:
         kwargs.update(temperature=config.temperature, top_p=config.top_p, top_k=config.top_k)
     return kwargs
+
+
+#: Model types whose prompt cache ``prefill_once`` builds (their outputs checked equal to a plain
+#: ``generate``: tests/test_generate.py); other models prefill the usual way.
+PREFILL_ONCE_TYPES = frozenset({"llama"})
+
+
+def prefill_once(model: Any, enc: Any, num_beams: int) -> dict[str, Any]:
+    """The prompt's cache, computed once per example and repeated for each beam, as ``generate`` kwargs.
+
+    ``generate`` copies every prompt ``num_beams`` times before its first forward pass, so
+    beam search would run the whole prompt through the model once per beam; for the long
+    prompts of review sets that pass is most of the decoding time on a CPU. Here all but the
+    prompt's last token run once per example and the cache is repeated per beam; ``generate``
+    then runs only the last token (the same positions and mask, the same tokens out).
+    Empty (nothing to share) for one beam, a prompt of one token, an encoder-decoder model or
+    a model type outside ``PREFILL_ONCE_TYPES``.
+    """
+    import inspect
+
+    from transformers import DynamicCache
+
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    if num_beams < 2 or ids.shape[1] < 2 or model.config.is_encoder_decoder:
+        return {}
+    if getattr(model.config, "model_type", None) not in PREFILL_ONCE_TYPES:
+        return {}
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT adapter's model
+    name = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
+    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)  # generate's own, left padding
+    cache = DynamicCache(config=model.config)
+    model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+          use_cache=True, **{name: cache})
+    cache.batch_repeat_interleave(num_beams)
+    return {name: cache}
 
 
 class TransformersEngine:
@@ -178,6 +214,7 @@ class TransformersEngine:
                     stopping_criteria=step_criteria(enc["input_ids"].shape[1], config.max_new_tokens)
                     if not model.config.is_encoder_decoder else step_criteria(1, config.max_new_tokens),
                     **hooks.generate_kwargs,
+                    **prefill_once(model, enc, config.num_beams),
                 )
             new = out if model.config.is_encoder_decoder else out[:, enc["input_ids"].shape[1] :]
             # the response prefix is part of the prompt: given back at the start of each summary
