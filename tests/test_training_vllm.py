@@ -101,13 +101,19 @@ def _sha(path: Path) -> str:
 @pytest.fixture(scope="module")
 def shared_engine():
     """``VllmEngine.close`` deferred to the module's end: a vLLM start is most of each run's time, and
-    the runs here name the same model and settings, so ``VllmEngine.open`` gives them one engine."""
+    the runs here name the same model and settings, so ``VllmEngine.open`` gives them one engine.
+
+    The engines of the module (this one, the killed subprocess's) get a 1 GiB KV cache rather than
+    the default 2: a 2048-token sequence of the tiny model takes 1 MiB of it, and vLLM touches every
+    page of the cache at start (system time).
+    """
     from evenhand.decoding.engines.vllm_engine import VllmEngine
 
     closed: list[VllmEngine] = []
     close = VllmEngine.close
     patch = pytest.MonkeyPatch()
     patch.setattr(VllmEngine, "close", lambda engine: closed.append(engine))
+    patch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     yield
     patch.undo()
     for engine in dict.fromkeys(closed):
