@@ -5,7 +5,7 @@ vLLM's CPU attention accepts (head size 32) keeps training and in-process decodi
 fast; most of the time is vLLM's start-up. The killed run is a subprocess with an engine
 of its own; in this process the uninterrupted run, the resumed one and the LoRA check share
 one engine (``shared_engine``: a run closes the engine it built, here deferred to the
-module's end; its prefix cache is emptied before the resume, as a fresh engine's).
+module's end; before the resume its prefix cache and adapters are dropped, as a fresh one's).
 Scores come from a registered ``hash`` scorer (character codes mod 97), so the random model's candidates differ in score and
 DPO trains a real adapter (a text-overlap scorer would tie them all).
 """
@@ -228,8 +228,15 @@ def test_kill_9_then_resume_gives_the_same_adapter_bytes(runs, vllm_model, data,
     proc.kill()  # SIGKILL during iteration 1: iteration 0 is committed, iteration 1 is not
     proc.wait()
     assert (part / "iter_0" / "summary.json").exists() and not (part / "iter_1").exists()
-    engine = _engine_of(runs["vllm"])  # the resume runs on it: as fresh, with nothing cached
-    assert engine._llm is not None and engine.llm.reset_prefix_cache()
+    # the resume runs on the module's engine, emptied to a fresh one's state: no prefix cache and no
+    # adapter cached by id (vLLM serves a cached id without reading its folder, and the resumed run
+    # numbers its adapters from 1 again)
+    engine = _engine_of(runs["vllm"])
+    assert engine._llm is not None
+    core = engine.llm.llm_engine
+    for lora_id in core.list_loras():
+        assert core.remove_lora(lora_id)
+    assert engine.llm.reset_prefix_cache() and not core.list_loras()
     assert main(argv) == 0
     adapter = "iter_1/adapter/adapter_model.safetensors"
     assert _sha(part / adapter) == _sha(runs["vllm"] / adapter)
