@@ -43,6 +43,18 @@ def model_dir(tmp_path_factory, tiny_causal):
     return path
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """The embedded SmolLM2 in this process (float32 on CPU): ``(model, tokenizer)``, loaded once.
+
+    The vLLM parity tests of several modules compare against it (test_vllm_beam, test_vllm_engine);
+    nothing writes to it.
+    """
+    from evenhand.decoding.models import load_generator
+
+    return load_generator("smollm2-135m-instruct", device="cpu")
+
+
 #: The smallest tiny Llama vLLM's CPU attention serves (head size 64 / 2 = 32).
 TINY_VLLM = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1}
 

@@ -2,9 +2,11 @@
 
 Marked ``vllm`` (run in .venv-vllm; skipped without vLLM). A tiny random Llama that
 vLLM's CPU attention accepts (head size 32) keeps training and in-process decoding
-fast; most of the time is vLLM's start-up, three times: the uninterrupted CLI run,
-the killed subprocess and the resumed run. Scores come from a registered ``hash``
-scorer (character codes mod 97), so the random model's candidates differ in score and
+fast; most of the time is vLLM's start-up. The killed run is a subprocess with an engine
+of its own; in this process the uninterrupted run, the resumed one and the LoRA check share
+one engine (``shared_engine``: a run closes the engine it built, here deferred to the
+module's end; before the resume its prefix cache and adapters are dropped, as a fresh one's).
+Scores come from a registered ``hash`` scorer (character codes mod 97), so the random model's candidates differ in score and
 DPO trains a real adapter (a text-overlap scorer would tie them all).
 """
 
@@ -97,7 +99,39 @@ def _sha(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, vllm_model, data, registered_hash):
+def shared_engine():
+    """``VllmEngine.close`` deferred to the module's end: a vLLM start is most of each run's time, and
+    the runs here name the same model and settings, so ``VllmEngine.open`` gives them one engine.
+
+    The engines of the module (this one, the killed subprocess's) get a 1 GiB KV cache rather than
+    the default 2: a 2048-token sequence of the tiny model takes 1 MiB of it, and each GiB less
+    measured 1.5-2 CPU-s less per engine start (mostly system time: the cache's pages).
+    """
+    from evenhand.decoding.engines.vllm_engine import VllmEngine
+
+    closed: list[VllmEngine] = []
+    close = VllmEngine.close
+    patch = pytest.MonkeyPatch()
+    patch.setattr(VllmEngine, "close", lambda engine: closed.append(engine))
+    patch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    yield
+    patch.undo()
+    for engine in dict.fromkeys(closed):
+        close(engine)
+
+
+def _engine_of(run: Path):
+    """This process's engine of the ``train --engine vllm`` run in ``run`` (its settings from the manifest)."""
+    from evenhand.decoding.engines.vllm_engine import VllmEngine
+    from evenhand.training.config import DPORRConfig
+    from evenhand.training.vllm_policy import VllmPolicy
+
+    config = DPORRConfig.from_dict(json.loads((run / "manifest.json").read_text())["config"])
+    return VllmEngine.open(str(config.model), VllmPolicy.settings(config))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, vllm_model, data, registered_hash, shared_engine):
     """One uninterrupted `train --engine vllm` run and the same run in-process (CLI, one iteration)."""
     from evenhand.cli import main
 
@@ -169,17 +203,14 @@ def test_vllm_lora_greedy_equals_in_process_peft_on_the_trained_adapter(runs, vl
     # beam search on vLLM (the step loop) with the LoRA request: peft's beam search, token for token
     import dataclasses
 
-    from vllm.lora.request import LoRARequest
+    from vllm.lora.request import LoRARequest  # pyright: ignore[reportMissingImports]
 
-    from evenhand.decoding.engines.vllm_engine import EngineSettings, VllmEngine
-
-    engine = VllmEngine(str(vllm_model), EngineSettings(extra={"enable_lora": True, "max_lora_rank": 8, "max_loras": 1}))
+    engine = _engine_of(runs["vllm"])  # the runs' engine (enable_lora, max_lora_rank 8, max_loras 1)
+    assert engine._llm is not None and engine.settings.extra["enable_lora"]  # built by the run: no new start
     beam = dataclasses.replace(config, num_beams=2)
-    lora = LoRARequest("trained", 1, str(runs["vllm"] / "iter_1" / "adapter"))
-    try:
-        on_vllm = generate(engine, None, dev, beam, progress=False, lora_request=lora)
-    finally:
-        engine.close()
+    # an id no run used: vLLM loads this folder's weights rather than serving an adapter it cached by id
+    lora = LoRARequest("trained", 1000, str(runs["vllm"] / "iter_1" / "adapter"))
+    on_vllm = generate(engine, None, dev, beam, progress=False, lora_request=lora)
     assert on_vllm == generate(trained, tok, dev, beam, progress=False)
 
 
@@ -197,6 +228,15 @@ def test_kill_9_then_resume_gives_the_same_adapter_bytes(runs, vllm_model, data,
     proc.kill()  # SIGKILL during iteration 1: iteration 0 is committed, iteration 1 is not
     proc.wait()
     assert (part / "iter_0" / "summary.json").exists() and not (part / "iter_1").exists()
+    # the resume runs on the module's engine, emptied to a fresh one's state: no prefix cache and no
+    # adapter cached by id (vLLM serves a cached id without reading its folder, and the resumed run
+    # numbers its adapters from 1 again)
+    engine = _engine_of(runs["vllm"])
+    assert engine._llm is not None
+    core = engine.llm.llm_engine
+    for lora_id in core.list_loras():
+        assert core.remove_lora(lora_id)
+    assert engine.llm.reset_prefix_cache() and not core.list_loras()
     assert main(argv) == 0
     adapter = "iter_1/adapter/adapter_model.safetensors"
     assert _sha(part / adapter) == _sha(runs["vllm"] / adapter)

@@ -19,7 +19,6 @@ from evenhand.decoding.config import GenerateConfig  # noqa: E402
 from evenhand.decoding.engines.beam_loop import fair_beam_generate  # noqa: E402
 from evenhand.decoding.engines.vllm_engine import VllmNextToken  # noqa: E402
 from evenhand.decoding.generate import generate  # noqa: E402
-from evenhand.decoding.models import load_generator  # noqa: E402
 from evenhand.demo import demo_examples  # noqa: E402
 from evenhand.evaluation.errors import DataError  # noqa: E402
 from evenhand.evaluation.scoring.registry import get_scorer  # noqa: E402
@@ -32,9 +31,21 @@ def engine():
     return vllm_engine.VllmEngine.open(MODEL)  # float32 on CPU, max_logprobs 64; shared in this process
 
 
+#: fair beam search on the headphones reviews: plain beam search (beta 0) and the fair one
+PLAIN = GenerateConfig(max_new_tokens=12, num_beams=4)
+FAIR = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
+
+
+def _headphones() -> list:
+    return [ex for ex in demo_examples() if ex.id == "headphones"]
+
+
 @pytest.fixture(scope="module")
-def local():
-    return load_generator(MODEL)
+def in_process(smollm2):
+    """The in-process summaries of ``PLAIN`` and ``FAIR`` (both vLLM runs below are compared to them)."""
+    model, tok = smollm2
+    return {name: generate(model, tok, _headphones(), config, progress=False)
+            for name, config in (("plain", PLAIN), ("fair", FAIR))}
 
 
 def _scorer(name: str, **config: Any) -> Any:
@@ -45,18 +56,15 @@ def _uer(examples, summaries):
     return [-s for s in get_scorer("fairsumm", progress=False).score(examples, summaries)]
 
 
-def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, local):
-    model, tok = local
-    examples = [ex for ex in demo_examples() if ex.id == "headphones"]
-    plain_config = GenerateConfig(max_new_tokens=12, num_beams=4)
-    fair_config = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
+def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, in_process):
+    examples = _headphones()
     nt = VllmNextToken(engine)
     # plain beam search through `generate --engine vllm` is the same step loop at beta 0
-    plain = generate(engine, None, examples, plain_config, progress=False)
-    fair = fair_beam_generate(nt, engine.tokenizer, examples, fair_config, engine.vocab_size, progress=False)
+    plain = generate(engine, None, examples, PLAIN, progress=False)
+    fair = fair_beam_generate(nt, engine.tokenizer, examples, FAIR, engine.vocab_size, progress=False)
     # float32 on both sides: the log-probs agree, so the searches take the same steps
-    assert fair == generate(model, tok, examples, fair_config, progress=False)
-    assert plain == generate(model, tok, examples, plain_config, progress=False)
+    assert fair == in_process["fair"]
+    assert plain == in_process["plain"]
     # 12 tokens: plain "praised the noise-cancellation technology, while others criticized" (UER 0.081),
     # fair "praised the sound, while others complained about the battery, the" (0.060)
     assert sum(_uer(examples, fair)) < sum(_uer(examples, plain))
@@ -69,11 +77,11 @@ def test_fair_beam_on_vllm_equals_in_process_and_lowers_uer(engine, local):
     assert nt.calls == calls
 
 
-def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, tmp_path, capsys):
+def test_lm_scorers_on_vllm_agree_with_in_process(engine, smollm2, tmp_path, capsys):
     from evenhand.cli import main
     from evenhand.rerank import lm_prefix
 
-    model, tok = local
+    model, tok = smollm2
     examples = [ex for ex in demo_examples() if ex.id in ("headphones", "pizzeria")]
     summaries = ["Some reviewers praised the sound; others said the cushions get warm.",
                  "The pizza was good but the service was slow.", ""]
@@ -99,9 +107,9 @@ def test_lm_scorers_on_vllm_agree_with_in_process(engine, local, tmp_path, capsy
     capsys.readouterr()
 
 
-def test_judges_on_vllm_agree_with_in_process(engine, local):
-    model, tok = local
-    examples = [ex for ex in demo_examples() if ex.id == "headphones"]
+def test_judges_on_vllm_agree_with_in_process(engine, smollm2):
+    model, tok = smollm2
+    examples = _headphones()
     summaries = ["Some reviewers praised the sound; others said the cushions get warm.", "Aliens landed."]
     for name in ("llm-coverage", "llm-faithfulness"):
         here = _scorer(name).use_model(model, tok, "here").score(examples * 2, summaries)
@@ -109,11 +117,10 @@ def test_judges_on_vllm_agree_with_in_process(engine, local):
         assert there.score(examples * 2, summaries) == pytest.approx(here, abs=1e-3)
 
 
-def test_generate_command_runs_fair_beam_on_vllm(local, tmp_path, capsys):
+def test_generate_command_runs_fair_beam_on_vllm(in_process, tmp_path, capsys):
     from evenhand.cli import main
 
-    model, tok = local
-    examples = [ex for ex in demo_examples() if ex.id == "headphones"]
+    examples = _headphones()
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps(examples[0].to_dict()) + "\n")
     out = tmp_path / "fair.jsonl"
@@ -125,5 +132,4 @@ def test_generate_command_runs_fair_beam_on_vllm(local, tmp_path, capsys):
     assert "--fair-strength" in err and len(err.splitlines()) == 1
     assert main([*common, "--out", str(out)]) == 0
     summary = json.loads(out.read_text().splitlines()[0])["summary"]
-    config = GenerateConfig(max_new_tokens=12, num_beams=4, fairness="ratio", fair_beam=3.0)
-    assert summary == generate(model, tok, examples, config, progress=False)[0]
+    assert summary == in_process["fair"][0]  # the --fair ratio --fair-beam 3 flags above are FAIR

@@ -9,9 +9,6 @@ tokens to keep the suite short; ``benchmarks/bench_vllm.py`` counts parity on Fa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -41,13 +38,6 @@ def engine():
     engine.close()
 
 
-@pytest.fixture(scope="module")
-def in_process():
-    from evenhand.decoding.models import load_generator
-
-    return load_generator("smollm2-135m-instruct", device="cpu")
-
-
 def _config(**fields):
     from evenhand.decoding.config import GenerateConfig
 
@@ -62,11 +52,11 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def summaries(engine, in_process, examples):
+def summaries(engine, smollm2, examples):
     """{setting: (in-process summaries, vLLM summaries)}."""
     from evenhand.decoding.generate import generate
 
-    model, tok = in_process
+    model, tok = smollm2
     out = {}
     for name, fields in SETTINGS.items():
         config = _config(**fields)
@@ -133,13 +123,6 @@ def server():
         yield url, proc
 
 
-def _evenhand(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evenhand.cli", *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-
-
 def _data(tmp_path, examples) -> Path:
     from evenhand.evaluation.io.jsonl import write_jsonl
 
@@ -151,28 +134,34 @@ def _data(tmp_path, examples) -> Path:
     return path
 
 
-def test_generate_through_the_server_equals_the_engine(server, summaries, examples, tmp_path):
+def test_generate_through_the_server_equals_the_engine(server, summaries, examples, tmp_path, capsys):
+    """The command in this process (``main``, as the server tests below): a subprocess would import
+    torch and transformers again for nothing the test checks."""
+    from evenhand.cli import main
+
     url, _ = server
     out = tmp_path / "out.jsonl"
-    done = _evenhand(
+    code = main([
         "generate", "--data", str(_data(tmp_path, examples)), "--out", str(out), "--model", url,
         "--server-processors", "--abstractiveness", "2", "--num-beams", "1", "--max-new-tokens", str(TOKENS),
         "--batch-size", "1",
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    ])
+    assert code == 0, capsys.readouterr().err[-2000:]
     got = [json.loads(line)["summary"] for line in out.read_text().splitlines()]
     assert got == summaries["abstractiveness"][1]
 
 
-def test_rerank_through_the_server(server, tmp_path):
+def test_rerank_through_the_server(server, tmp_path, capsys):
+    from evenhand.cli import main
+
     url, _ = server
     out = tmp_path / "rerank.jsonl"
-    done = _evenhand(
+    code = main([
         "rerank", "--data", str(DEMO), "--limit", "1", "--out", str(out), "--model", url, "--server-processors",
         "--abstractiveness", "2", "--candidates", "2", "--scorers", "rouge-l-recall", "--floors", "none",
         "--max-new-tokens", "16", "--score-cache", str(tmp_path / "cache"),
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    ])
+    assert code == 0, capsys.readouterr().err[-2000:]
     [record] = [json.loads(line) for line in out.read_text().splitlines()]
     assert [c["recipe"] for c in record["candidates"]] == ["nucleus", "top-k"]
     assert all(c["text"].strip() for c in record["candidates"])
@@ -191,14 +180,14 @@ def test_a_bad_per_request_setting_is_refused_with_one_line(server):
     assert client.runs_evenhand_processors()
 
 
-def test_fair_beam_through_the_server_equals_in_process(server, in_process, examples, tmp_path, capsys):
+def test_fair_beam_through_the_server_equals_in_process(server, smollm2, examples, tmp_path, capsys):
     """`generate --model URL --fair ratio --fair-beam 3 --num-beams 4`: the step loop over the server's
     top log-probs returns the in-process fair beam search's summaries (float32 on both sides)."""
     from evenhand.cli import main
     from evenhand.decoding.generate import generate
 
     url, _ = server
-    model, tok = in_process
+    model, tok = smollm2
     out = tmp_path / "fair.jsonl"
     fair = ["--fair", "ratio", "--fair-beam", "3", "--num-beams", "4", "--max-new-tokens", "8"]
     assert main(["generate", "--data", str(_data(tmp_path, examples)), "--out", str(out), "--model", url, *fair]) == 0
@@ -237,31 +226,36 @@ def test_lm_pmi_and_judges_through_the_server_agree_with_in_process(server, exam
     assert rows["server"][0]["lm-pmi_backend"].startswith(url + "#")
 
 
-def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_path):
-    """Runs last: it kills the module's server."""
+def test_server_killed_mid_run_exits_2_and_keeps_finished_results(server, tmp_path, capsys):
+    """Runs last: it kills the module's server, from a thread, once the command (in this process,
+    ``main``) has written its first summary."""
+    import threading
+
+    from evenhand.cli import main
     from evenhand.decoding.engines.launch import stop
 
     url, proc = server
     out = tmp_path / "out.jsonl"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "evenhand.cli", "generate", "--data", str(DEMO), "--limit", "6", "--out", str(out),
-         "--model", url, "--server-processors", "--abstractiveness", "2", "--num-beams", "1",
-         "--max-new-tokens", "16", "--batch-size", "1", "--max-concurrency", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    try:
+    first = threading.Event()
+
+    def kill_after_the_first_summary() -> None:
         deadline = time.monotonic() + 300
-        while not (out.exists() and out.read_text().count("\n") >= 1):
-            assert run.poll() is None, run.stderr.read()[-2000:] if run.stderr else ""
-            assert time.monotonic() < deadline, "no summary within 300 s"
+        while time.monotonic() < deadline:
+            if out.exists() and out.read_text().count("\n") >= 1:
+                first.set()
+                break
             time.sleep(0.2)
-        stop(proc)
-        _, err = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode == 2, err[-2000:]
+        stop(proc)  # also after the time-out: the command then ends, and the test fails below
+
+    killer = threading.Thread(target=kill_after_the_first_summary, daemon=True)
+    killer.start()
+    code = main(["generate", "--data", str(DEMO), "--limit", "6", "--out", str(out), "--model", url,
+                 "--server-processors", "--abstractiveness", "2", "--num-beams", "1", "--max-new-tokens", "16",
+                 "--batch-size", "1", "--max-concurrency", "1"])
+    killer.join(timeout=120)
+    err = capsys.readouterr().err
+    assert first.is_set(), f"no summary within 300 s: {err[-2000:]}"
+    assert code == 2, err[-2000:]
     assert "is unreachable" in err and url in err and "Traceback" not in err
     lines = out.read_text().splitlines()
     assert 1 <= len(lines) < 6
