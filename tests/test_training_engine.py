@@ -100,9 +100,18 @@ def test_lora_ids_follow_adapter_content(tmp_path):
         (folders[name] / ADAPTER_WEIGHTS).write_bytes(content)
     # sha256(b"one"), hand-checked with `printf one | sha256sum`
     assert adapter_digest(folders["a"]) == "7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed"
+    folders["c"] = tmp_path / "c"
+    folders["c"].mkdir()
+    (folders["c"] / ADAPTER_WEIGHTS).write_bytes(b"three")
     policy = VllmPolicy(DPORRConfig(engine="vllm"))
+    first = policy.lora_id(adapter_digest(folders["a"]))
     ids = [policy.lora_id(adapter_digest(folders[n])) for n in ("a", "b", "a_copy", "b")]
-    assert ids == [1, 2, 1, 2]  # a new id per new content; the same content keeps its id
+    assert ids == [first, first + 1, first, first + 1]  # a new id per new content; the same content keeps its id
+    # a second run's policy (e.g. on the same engine) never reuses an id for other weights: vLLM would
+    # serve the adapter it cached under that id
+    later = VllmPolicy(DPORRConfig(engine="vllm"))
+    assert later.lora_id(adapter_digest(folders["c"])) == first + 2
+    assert later.lora_id(adapter_digest(folders["b"])) == first + 1
     assert policy.request(None) is None  # no adapter: the base model
 
 

@@ -229,8 +229,7 @@ def test_kill_9_then_resume_gives_the_same_adapter_bytes(runs, vllm_model, data,
     proc.wait()
     assert (part / "iter_0" / "summary.json").exists() and not (part / "iter_1").exists()
     # the resume runs on the module's engine, emptied to a fresh one's state: no prefix cache and no
-    # adapter cached by id (vLLM serves a cached id without reading its folder, and the resumed run
-    # numbers its adapters from 1 again)
+    # cached adapter, so the resumed run reads every adapter from its folder as a fresh engine would
     engine = _engine_of(runs["vllm"])
     assert engine._llm is not None
     core = engine.llm.llm_engine

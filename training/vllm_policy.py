@@ -103,6 +103,10 @@ def adapter_digest(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+#: Adapter content (SHA-256 of its weights) -> vLLM LoRA id, for every policy of this process.
+_LORA_IDS: dict[str, int] = {}
+
+
 class VllmPolicy:
     """The run's vLLM engine (built on first use) and the ``LoRARequest`` of each adapter folder.
 
@@ -116,7 +120,6 @@ class VllmPolicy:
         self.config = config
         self._engine = engine
         self._owned = engine is None
-        self._ids: dict[str, int] = {}
         if engine is not None:
             extra = engine.settings.extra
             if engine.name != config.model or not extra.get("enable_lora") or \
@@ -157,8 +160,14 @@ class VllmPolicy:
         return LoRARequest(f"policy-{digest[:16]}", self.lora_id(digest), str(Path(adapter).resolve()))
 
     def lora_id(self, digest: str) -> int:
-        """vLLM's integer id of the adapter whose weights have SHA-256 ``digest`` (1, 2, ... in order seen)."""
-        return self._ids.setdefault(digest, len(self._ids) + 1)
+        """vLLM's integer id of the adapter whose weights have SHA-256 ``digest`` (1, 2, ... in the order
+        this process first sees each content).
+
+        One numbering for the whole process, not per policy: vLLM serves an id it has loaded
+        without reading the folder again, so a second run on the same engine (``engine=``) that
+        numbered its adapters from 1 again would be served the first run's weights.
+        """
+        return _LORA_IDS.setdefault(digest, len(_LORA_IDS) + 1)
 
     def close(self) -> None:
         """Release the engine if this policy built it (a given engine stays with its owner)."""
