@@ -30,7 +30,7 @@ export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.pycache}"
 unset PYTHONDONTWRITEBYTECODE
 # The second pytest of the main virtualenv: the files whose CPU time balances the two chains
 # (measured on a fresh clone: the vLLM chain ends well before the main one without them).
-LATE_TESTS=(tests/test_slow_embedded.py tests/test_checker_model.py)
+LATE_TESTS=(tests/test_slow_embedded.py)
 ignore_late=()
 for f in "${LATE_TESTS[@]}"; do ignore_late+=("--ignore=$f"); done
 reports=$(mktemp -d)
