@@ -5,10 +5,8 @@
 #
 # Two cores: the groups mostly use one, so they run as two chains: the main chain (ruff, pyright,
 # pytest) on one core; on the other the vLLM chain (its virtualenv, then its tests), then the
-# test files in LATE_TESTS (taken out of the main chain's pytest so that the two chains end
-# together), then the llama.cpp server tests, which wait for the portable llama.cpp build
-# (minutes, once per version and flags; started at once at low priority, so it takes what CPU
-# the chains leave).
+# llama.cpp server tests, which wait for the portable llama.cpp build (minutes, once per version
+# and flags; started at once at low priority, so it takes what CPU the chains leave).
 # A background group's output is printed when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,11 +26,6 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # the files of the modules they import once, under .pycache/ (never beside the sources).
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.pycache}"
 unset PYTHONDONTWRITEBYTECODE
-# The second pytest of the main virtualenv: the files whose CPU time balances the two chains
-# (measured on a fresh clone: the vLLM chain ends well before the main one without them).
-LATE_TESTS=(tests/test_slow_embedded.py)
-ignore_late=()
-for f in "${LATE_TESTS[@]}"; do ignore_late+=("--ignore=$f"); done
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 
@@ -60,8 +53,6 @@ fi
         background_group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
     fi
     if [ -x "$VENV/bin/python" ]; then
-        background_group pytest2 "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" \
-            --junitxml="$reports/late.xml" "${LATE_TESTS[@]}"
         while [ ! -f "$reports/llama-build.rc" ]; do sleep 2; done
         read -r built < "$reports/llama-build.rc"
         if [ "$built" -ne 0 ]; then  # the build's output is printed below; not built twice
@@ -77,19 +68,18 @@ if [ -x "$VENV/bin/python" ]; then
     echo "=== ruff";    run_group ruff "$VENV/bin/ruff" check .
     echo "=== pyright"; run_group pyright "$VENV/bin/pyright"
     echo "=== pytest (vLLM, then the llama.cpp server tests, run beside it)"
-    run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" \
-        --junitxml="$reports/main.xml" "${ignore_late[@]}"
+    run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
 fi
 wait "$second_chain"
 [ -f "$reports/llama-build.out" ] && { echo "=== llama build"; grep -v '^WARNING: Location' "$reports/llama-build.out"; }
-for name in vllm-setup vllm pytest2 llama server; do
+for name in vllm-setup vllm llama server; do
     [ -f "$reports/$name.out" ] && { echo "=== $name"; grep -v '^WARNING: Location' "$reports/$name.out"; }
 done
 
 echo
 failed=0
 summary=()
-for name in setup ruff pyright pytest vllm-setup vllm pytest2 llama server; do
+for name in setup ruff pyright pytest vllm-setup vllm llama server; do
     if [ ! -f "$reports/$name.result" ]; then
         summary+=("$(printf '%-10s %-5s        (did not run: its set-up failed)' "$name" FAIL)"); failed=1; continue
     fi
