@@ -43,7 +43,8 @@ import os
 import re
 import string
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -81,6 +82,29 @@ FAIRSUMM_FILTER_WORDS: frozenset[str] = (
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+class _Refuse(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path``: ``import <name>`` raises ImportError, as if it were not installed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname == self.name:
+            raise ModuleNotFoundError(f"No module named {fullname!r} (refused for this import)", name=fullname)
+        return None
+
+
+@contextmanager
+def _refusing(name: str) -> Iterator[None]:
+    """For the duration, ``import name`` (not yet imported) raises ImportError; afterwards it imports as usual."""
+    finder = _Refuse(name)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 #: Environment variable: "1" imports spaCy with thinc's torch support (see module doc).
 SPACY_TORCH_ENV = "EVENHAND_SPACY_TORCH"
 
@@ -96,12 +120,8 @@ def import_spacy() -> Any:
         import spacy
 
         return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
-    try:
+    with _refusing("torch"):
         import spacy
-    finally:
-        if "torch" in sys.modules and sys.modules["torch"] is None:
-            del sys.modules["torch"]
     return spacy
 
 
@@ -177,15 +197,6 @@ def word_tokens(text: str) -> list[str]:
     return out
 
 
-class _NoSpacy(importlib.abc.MetaPathFinder):
-    """A finder that makes ``import spacy`` raise ImportError while it is first on ``sys.meta_path``."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname == "spacy":
-            raise ModuleNotFoundError("spacy is not imported for lemminflect", name=fullname)
-        return None
-
-
 @lru_cache(maxsize=1)
 def _all_lemmas() -> Any:
     """lemminflect's ``getAllLemmas``, imported without spaCy where spaCy is not imported yet.
@@ -200,12 +211,8 @@ def _all_lemmas() -> Any:
         from lemminflect import getAllLemmas
 
         return getAllLemmas
-    finder = _NoSpacy()
-    sys.meta_path.insert(0, finder)
-    try:
+    with _refusing("spacy"):
         from lemminflect import getAllLemmas
-    finally:
-        sys.meta_path.remove(finder)
     return getAllLemmas
 
 
