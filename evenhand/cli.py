@@ -230,6 +230,10 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the reader of stdout left: `main` stops quietly
     except (DataError, OSError) as err:
+        from evenhand.interrupts import interrupted_by
+
+        if interrupted_by(err) is not None:
+            raise  # raised while a signal unwound the run: `main` reports the interrupt
         # user mistakes and what the disk says: one line naming the file/field/flag and the fix, never a
         # traceback; on a fresh line after every progress bar, the libraries' too (the run ends here)
         _end_progress_line(close_all=True)

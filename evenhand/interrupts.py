@@ -61,6 +61,23 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def interrupted_by(err: BaseException) -> Interrupted | None:
+    """The :class:`Interrupted` that ``err`` is, or was raised while handling, if any.
+
+    A library's clean-up can fail as the signal unwinds it and replace the interrupt with an error
+    of its own (vLLM's tokenizer pool: ``finally: pool.put(tok)`` with ``tok`` never bound gives an
+    ``UnboundLocalError``); the interrupt is still the reason the command stopped.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Interrupted):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def end_children() -> None:
     """End the processes this one started (servers, engine workers and their children, orphans it adopted):
     SIGTERM, SIGKILL 5 s later for those left (``evenhand.process_tree``)."""
@@ -113,11 +130,17 @@ def handling() -> Iterator[None]:
         with adopt_orphans():  # a worker whose parent died first is still ours to end
             try:
                 yield
-            except Interrupted:
+            except BaseException as err:
+                signalled = interrupted_by(err)
+                if signalled is None:
+                    raise
                 # ended while this process is still the subreaper: an engine that the same Ctrl-C kills
                 # a moment later leaves its workers here, not to init (out of reach)
                 end_children()
-                raise
+                if signalled is err:
+                    raise
+                # a library's clean-up failed while the signal unwound it: stop as interrupted all the same
+                raise Interrupted(signalled.signum) from err
     finally:
         sys.unraisablehook = previous_hook
         for number, handler in previous.items():

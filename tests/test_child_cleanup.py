@@ -160,3 +160,53 @@ def test_an_interrupted_command_ends_its_children_while_it_is_still_their_subrea
         raise interrupts.Interrupted(signal.SIGINT)
     assert seen == [1]  # once, while the subreaper flag was still set
     assert process_tree._prctl(process_tree._PR_GET_CHILD_SUBREAPER) == 0  # restored afterwards
+
+
+@pytest.mark.parametrize("error", [UnboundLocalError, OSError])
+def test_a_library_error_raised_while_a_signal_unwinds_still_stops_as_interrupted(tmp_path, monkeypatch, error):
+    """vLLM's tokenizer pool (``finally: pool.put(tok)``, ``tok`` never bound) turned a Ctrl-C into an
+    ``UnboundLocalError``: the command exited 1 with a traceback instead of 130 and its one line. An
+    error raised while the interrupt unwinds is the interrupt's doing: the same line and exit code;
+    the children are ended once. An error with no interrupt behind it is not touched."""
+    from evenhand import cli, interrupts
+
+    ended: list[int] = []
+    monkeypatch.setattr(interrupts, "end_children", lambda: ended.append(1))
+
+    def library() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises Interrupted here
+            time.sleep(5)
+        finally:
+            raise error("the library's clean-up failed")
+
+    with pytest.raises(interrupts.Interrupted) as caught, interrupts.handling():
+        library()
+    assert caught.value.signum == signal.SIGINT and caught.value.exit_code == 130
+    assert isinstance(caught.value.__cause__, error) and ended == [1]
+    with pytest.raises(error), interrupts.handling():
+        raise error("no signal behind it")
+    assert ended == [1]
+
+    # through the CLI, raised inside `_run`'s handler of user mistakes and disk errors (OSError: exit 2
+    # and one line): exit 130 and the interrupted line, not exit 2 or a traceback
+    import contextlib
+    import io
+
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "a", "source": "x"}\n')
+    out = tmp_path / "o.jsonl"
+
+    @contextlib.contextmanager
+    def files(args):  # where the command's work starts: the signal arrives while a library works
+        library()
+        yield
+
+    monkeypatch.setattr(cli, "_run_files", files)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(["generate", "--data", str(data), "--out", str(out)])
+    assert code == 130, err.getvalue()
+    assert err.getvalue().startswith("evenhand generate: interrupted (SIGINT); no record finished yet; resume with: "
+                                     "evenhand generate --data "), err.getvalue()
+    assert ended == [1, 1] and not out.exists()
