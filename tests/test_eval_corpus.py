@@ -181,6 +181,40 @@ def test_fairsumm_lemmas_do_not_import_spacy_and_leave_it_importable():
     assert {"spacy", "lemminflect"} <= modules
 
 
+_NLTK_RUN = (
+    "import json, os, sys\n"
+    "from evenhand.evaluation.text.tokens import word_tokens, normalize_word\n"
+    "from evenhand.evaluation.text.fairsumm_words import content_tokens, word_tokenize\n"
+    "from evenhand.rerank.scorers.rouge import RougeScorer\n"
+    "text = 'Mr. Okafor wants forty spaces removed. The riders disagree! Running costs rose.'\n"
+    "r = RougeScorer()._rouge.score(text, 'Okafor wants spaces removed; riders running')\n"
+    "json.dump([word_tokens(text), word_tokenize(text), content_tokens(text), normalize_word('running'), "
+    "str(r)], open(os.environ['VALUES'], 'w'))\n"
+)
+_NLTK_OPTIONAL = {"scipy", "scipy.stats", "sklearn", "pandas"}
+
+
+def test_nltk_is_imported_without_scipy_sklearn_pandas_and_gives_the_same_values(tmp_path):
+    """NLTK's package ``__init__`` imports scipy.stats, scikit-learn and pandas for parts evenhand never
+    runs; ``import_nltk`` refuses them for the duration (they stay importable afterwards), and the
+    tokens, Punkt sentences, Porter stems and ROUGE (rouge_score's stemmer) equal a full import's."""
+    lean, full = tmp_path / "lean.json", tmp_path / "full.json"
+    modules = _modules_after(
+        _NLTK_RUN + f"assert not {_NLTK_OPTIONAL!r} & set(sys.modules), sorted(sys.modules)\n"
+        "import sklearn.feature_extraction, scipy.stats, pandas\n",
+        EVENHAND_NLTK_FULL="", VALUES=str(lean),
+    )
+    assert {"nltk", "rouge_score"} | _NLTK_OPTIONAL <= modules  # importable afterwards
+    full_modules = _modules_after(_NLTK_RUN, EVENHAND_NLTK_FULL="1", VALUES=str(full))
+    assert {"sklearn", "scipy.stats"} <= full_modules  # the opt-out imports NLTK as usual
+    assert lean.read_text() == full.read_text()
+    values = json.loads(lean.read_text())
+    assert values[1][:4] == ["Mr.", "Okafor", "wants", "forty"] and values[3] == "run"
+    # scipy already imported (transformers imports scipy.optimize): scipy.stats is still refused
+    modules = _modules_after("import scipy.optimize\n" + _NLTK_RUN, EVENHAND_NLTK_FULL="", VALUES=str(lean))
+    assert "scipy.optimize" in modules and not {"scipy.stats", "sklearn", "pandas"} & modules
+
+
 def test_mint_tokenizer_torch_opt_out():
     pytest.importorskip("torch")
     modules = _modules_after(

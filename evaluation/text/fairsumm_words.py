@@ -60,6 +60,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .tokens import import_nltk
 from .treebank_words import treebank_words
 
 #: Where the shipped tables live.
@@ -101,6 +102,7 @@ def lemma_table() -> dict[str, str]:
 @lru_cache(maxsize=1)
 def _sentence_tokenizer() -> Any:
     """NLTK's Punkt tokenizer with the English ``punkt_tab`` parameters (as ``PunktTokenizer`` loads them)."""
+    import_nltk()
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
     folder = DATA_DIR / "punkt_english"
@@ -135,6 +137,7 @@ def _language_vars() -> Any:
     sentences on every gold text under 3.8 to 3.10.4 (``tests/test_fairsumm_words.py``
     records the versions checked).
     """
+    import_nltk()
     from nltk.tokenize.punkt import PunktLanguageVars
 
     class LanguageVars(PunktLanguageVars):
@@ -185,6 +188,7 @@ def word_tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _stem() -> Any:
+    import_nltk()
     from nltk.stem import PorterStemmer
 
     return PorterStemmer().stem

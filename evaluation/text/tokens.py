@@ -33,7 +33,9 @@ fail for the duration, so thinc records "no torch" and the import takes about
 1.5 s; torch itself stays importable afterwards. In that process thinc's torch
 layers are unavailable (spaCy pipelines that run on torch, such as
 ``spacy-transformers`` models, would fail to load): set
-``EVENHAND_SPACY_TORCH=1`` to import spaCy as usual.
+``EVENHAND_SPACY_TORCH=1`` to import spaCy as usual. NLTK likewise: :func:`import_nltk`
+imports it without the scipy.stats / scikit-learn / pandas parts it never uses here
+(``EVENHAND_NLTK_FULL=1`` to import it as usual).
 """
 
 from __future__ import annotations
@@ -85,19 +87,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 class _Refuse(importlib.abc.MetaPathFinder):
     """First on ``sys.meta_path``: ``import <name>`` raises ImportError, as if it were not installed."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname == self.name:
+        if fullname in self.names:
             raise ModuleNotFoundError(f"No module named {fullname!r} (refused for this import)", name=fullname)
         return None
 
 
 @contextmanager
-def _refusing(name: str) -> Iterator[None]:
-    """For the duration, ``import name`` (not yet imported) raises ImportError; afterwards it imports as usual."""
-    finder = _Refuse(name)
+def _refusing(*names: str) -> Iterator[None]:
+    """For the duration, ``import name`` (not yet imported) raises ImportError for each of ``names``;
+    afterwards they import as usual."""
+    finder = _Refuse(names)
     sys.meta_path.insert(0, finder)
     try:
         yield
@@ -125,6 +128,37 @@ def import_spacy() -> Any:
     return spacy
 
 
+#: Environment variable: "1" imports NLTK with its optional scipy / scikit-learn / pandas parts (see
+#: :func:`import_nltk`).
+NLTK_FULL_ENV = "EVENHAND_NLTK_FULL"
+#: What NLTK imports only for parts evenhand never runs (association measures' Fisher test, the
+#: approximate-randomization test, ``SklearnClassifier``), ``scipy.stats`` even when scipy is loaded.
+_NLTK_OPTIONAL = ("scipy", "scipy.stats", "sklearn", "pandas")
+
+
+def import_nltk() -> Any:
+    """The ``nltk`` module, imported without its optional scipy / scikit-learn / pandas parts where possible.
+
+    ``import nltk`` runs the package's ``__init__``, which imports its classifiers, metrics and
+    taggers and through them scipy.stats, scikit-learn and pandas when installed: measured 4.2 s
+    here against 0.9 s without them (13 s when Python compiles them from source, as on a machine
+    with ``PYTHONDONTWRITEBYTECODE`` and no ``.pyc`` files), although evenhand only runs NLTK's
+    tokenizers, Punkt and the Porter stemmer, which use none of them. When NLTK is not imported yet,
+    those of the three not imported either are made to fail for the duration: NLTK records them as
+    missing, as it does where they are not installed, and they stay importable afterwards. In that
+    process NLTK's ``fisher_exact`` association measure raises ``NotImplementedError``, its
+    ``approxrand`` has no ``betai`` and ``nltk.classify.SklearnClassifier`` cannot be built: set
+    ``EVENHAND_NLTK_FULL=1`` to import NLTK as usual.
+    """
+    if "nltk" in sys.modules or os.environ.get(NLTK_FULL_ENV, "") == "1":
+        import nltk
+
+        return nltk
+    with _refusing(*(name for name in _NLTK_OPTIONAL if name not in sys.modules)):
+        import nltk
+    return nltk
+
+
 #: The longest text the spaCy tokenizer takes (``nlp.max_length``, spaCy's default).
 MAX_TEXT_CHARS = 1_000_000
 
@@ -147,6 +181,7 @@ def _spacy_english():
 
 @lru_cache(maxsize=1)
 def _nltk_word_tokenizer():
+    import_nltk()
     from nltk.tokenize import NLTKWordTokenizer
 
     return NLTKWordTokenizer()
@@ -154,6 +189,7 @@ def _nltk_word_tokenizer():
 
 @lru_cache(maxsize=1)
 def _porter_stemmer():
+    import_nltk()
     from nltk.stem import PorterStemmer
 
     return PorterStemmer()

@@ -44,6 +44,9 @@ class RougeScorer(Scorer[RougeConfig]):
 
     def __init__(self, config: RougeConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
+        from ...evaluation.text.tokens import import_nltk
+
+        import_nltk()  # rouge_score imports NLTK's Porter stemmer: without NLTK's scipy/sklearn parts
         from rouge_score import rouge_scorer
 
         self._rouge = rouge_scorer.RougeScorer([self.config.rouge_type], use_stemmer=self.config.use_stemmer)
