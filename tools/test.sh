@@ -3,11 +3,12 @@
 # virtualenv, the llama.cpp server tests), each run even when an earlier one failed.
 # Prints one line per group and a total; exits non-zero if any group failed.
 #
-# Two cores: the groups mostly use one, so they run as two chains: the main chain (ruff, pyright,
-# pytest) on one core; on the other the vLLM chain (its virtualenv, then its tests), then the
+# Two cores: the groups mostly use one, so they run as two chains: the main chain (ruff, pytest)
+# on one core; on the other pyright, the vLLM chain (its virtualenv, then its tests), then the
 # llama.cpp server tests, which wait for the portable llama.cpp build (minutes, once per version
-# and flags; started at once at low priority, so it takes what CPU the chains leave).
-# A background group's output is printed when it ends.
+# and flags; started at once at low priority, so it takes what CPU the chains leave). The main
+# pytest is the longest group by far, so pyright (80-90 s) runs in the other chain, which still
+# ends minutes before it. A background group's output is printed when it ends.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -48,6 +49,7 @@ if [ -x "$VENV/bin/python" ]; then
       echo $? > "$reports/llama-build.rc" ) &
 fi
 (
+    [ -x "$VENV/bin/pyright" ] && background_group pyright "$VENV/bin/pyright"
     background_group vllm-setup "$MAKE" --no-print-directory setup-vllm PYTHON="$PYTHON"
     if [ -x "$VLLM_VENV/bin/python" ]; then
         background_group vllm "$VLLM_VENV/bin/python" -m pytest -q --durations=10 -m vllm --junitxml="$reports/vllm.xml"
@@ -66,13 +68,12 @@ fi
 second_chain=$!
 if [ -x "$VENV/bin/python" ]; then
     echo "=== ruff";    run_group ruff "$VENV/bin/ruff" check .
-    echo "=== pyright"; run_group pyright "$VENV/bin/pyright"
-    echo "=== pytest (vLLM, then the llama.cpp server tests, run beside it)"
+    echo "=== pytest (pyright, vLLM, then the llama.cpp server tests, run beside it)"
     run_group pytest "$VENV/bin/python" -m pytest -q --durations=10 -m "not vllm and not server" --junitxml="$reports/main.xml"
 fi
 wait "$second_chain"
 [ -f "$reports/llama-build.out" ] && { echo "=== llama build"; grep -v '^WARNING: Location' "$reports/llama-build.out"; }
-for name in vllm-setup vllm llama server; do
+for name in pyright vllm-setup vllm llama server; do
     [ -f "$reports/$name.out" ] && { echo "=== $name"; grep -v '^WARNING: Location' "$reports/$name.out"; }
 done
 
