@@ -199,8 +199,11 @@ def test_nltk_is_imported_without_scipy_sklearn_pandas_and_gives_the_same_values
     runs; ``import_nltk`` refuses them for the duration (they stay importable afterwards), and the
     tokens, Punkt sentences, Porter stems and ROUGE (rouge_score's stemmer) equal a full import's."""
     lean, full = tmp_path / "lean.json", tmp_path / "full.json"
+    # scipy already imported, as in any process that loads a model (transformers imports scipy.optimize):
+    # scipy.stats is refused all the same
     modules = _modules_after(
-        _NLTK_RUN + f"assert not {_NLTK_OPTIONAL!r} & set(sys.modules), sorted(sys.modules)\n"
+        "import scipy.optimize\n" + _NLTK_RUN
+        + f"assert not {_NLTK_OPTIONAL - {'scipy'}!r} & set(sys.modules), sorted(sys.modules)\n"
         "import sklearn.feature_extraction, scipy.stats, pandas\n",
         EVENHAND_NLTK_FULL="", VALUES=str(lean),
     )
@@ -210,9 +213,6 @@ def test_nltk_is_imported_without_scipy_sklearn_pandas_and_gives_the_same_values
     assert lean.read_text() == full.read_text()
     values = json.loads(lean.read_text())
     assert values[1][:4] == ["Mr.", "Okafor", "wants", "forty"] and values[3] == "run"
-    # scipy already imported (transformers imports scipy.optimize): scipy.stats is still refused
-    modules = _modules_after("import scipy.optimize\n" + _NLTK_RUN, EVENHAND_NLTK_FULL="", VALUES=str(lean))
-    assert "scipy.optimize" in modules and not {"scipy.stats", "sklearn", "pandas"} & modules
 
 
 def test_mint_tokenizer_torch_opt_out():
