@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from evenhand.decoding.models import VERBOSE_ENV, verbose_env
-from evenhand.evaluation.errors import DataError
+from evenhand.evaluation.errors import DataError, error_chain
 
 #: Subcommand modules under ``evenhand.commands``, in help order.
 COMMANDS = [
@@ -283,14 +283,7 @@ def _one_line(err: DataError | OSError) -> str:
 
 def _from_the_hub(err: BaseException) -> bool:
     """Whether ``err`` (or an error it was raised from) comes from ``huggingface_hub``: a download failed."""
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if type(current).__module__.split(".")[0] == "huggingface_hub":
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(type(e).__module__.split(".")[0] == "huggingface_hub" for e in error_chain(err))
 
 
 if __name__ == "__main__":

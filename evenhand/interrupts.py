@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from evenhand.evaluation.errors import error_chain
 from evenhand.evaluation.io.progress import end_line
 from evenhand.process_tree import adopt_orphans
 
@@ -68,14 +69,7 @@ def interrupted_by(err: BaseException) -> Interrupted | None:
     of its own (vLLM's tokenizer pool: ``finally: pool.put(tok)`` with ``tok`` never bound gives an
     ``UnboundLocalError``); the interrupt is still the reason the command stopped.
     """
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        if isinstance(current, Interrupted):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return next((e for e in error_chain(err) if isinstance(e, Interrupted)), None)
 
 
 def end_children() -> None:

@@ -210,3 +210,14 @@ def test_a_library_error_raised_while_a_signal_unwinds_still_stops_as_interrupte
     assert err.getvalue().startswith("evenhand generate: interrupted (SIGINT); no record finished yet; resume with: "
                                      "evenhand generate --data "), err.getvalue()
     assert ended == [1, 1] and not out.exists()
+
+
+def test_error_chain_follows_cause_then_context_once_each():
+    from evenhand.evaluation.errors import error_chain
+
+    first, second, third = KeyError("a"), ValueError("b"), OSError("c")
+    second.__context__ = first
+    third.__cause__, third.__context__ = second, first  # an explicit cause wins over the context
+    assert list(error_chain(third)) == [third, second, first]
+    first.__context__ = third  # a loop ends where it started
+    assert list(error_chain(third)) == [third, second, first]
