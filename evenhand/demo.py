@@ -234,12 +234,9 @@ def rouge_l_f1(summary: str, references: list[str]) -> float:
     """ROUGE-L F1 of ``summary`` against its best reference (stemmed); NaN without references."""
     if not references:
         return float("nan")
-    from evenhand.evaluation.text.tokens import import_nltk
+    from evenhand.rerank.scorers.rouge import rouge_score_scorer
 
-    import_nltk()  # rouge_score imports NLTK's Porter stemmer: without NLTK's scipy/sklearn parts
-    from rouge_score import rouge_scorer
-
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    scorer = rouge_score_scorer("rougeL", True)
     return max(scorer.score(ref, summary)["rougeL"].fmeasure for ref in references)
 
 

@@ -53,7 +53,6 @@ def single_document_examples(path: Path, limit: int) -> list:
 def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Generate every setting (resumably), then score and print the table."""
     import numpy as np
-    from rouge_score import rouge_scorer
 
     from evenhand.decoding.config import GenerateConfig
     from evenhand.decoding.generate import generate
@@ -62,6 +61,7 @@ def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     from evenhand.evaluation.io.resumable import ResumableJsonl
     from evenhand.evaluation.metrics.fragments import fragment_scores
     from evenhand.evaluation.metrics.mint import mint
+    from evenhand.rerank.scorers.rouge import rouge_score_scorer
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
                 {"id": ex.id, "setting": name, "summary": s} for ex, s in zip(todo, summaries)
             )
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    scorer = rouge_score_scorer("rougeL", True)
     documents = {ex.id: ex.documents[0].text for ex in examples}
     table: dict[str, dict[str, float]] = {}
     done = [{r["id"] for r in read_jsonl(out / f"{name}.jsonl")} for name in SETTINGS]

@@ -112,12 +112,11 @@ class Metrics:
 
     def rows(self, examples: list[Any], summaries: list[str]) -> list[dict[str, float]]:
         """Per example: the COLUMNS (EC NaN when undefined), MINT and ROUGE-L (best gold, x100)."""
-        from rouge_score import rouge_scorer
-
         from evenhand.evaluation.metrics.mint import mint
+        from evenhand.rerank.scorers.rouge import rouge_score_scorer
 
         details = {key: scorer.score_details(examples, summaries) for key, scorer in self.scorers.items()}
-        rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+        rouge = rouge_score_scorer("rougeL", True)
         out = []
         for i, (ex, summary) in enumerate(zip(examples, summaries)):
             row: dict[str, float] = {}

@@ -10,6 +10,7 @@ presets in ``PRESETS`` are presets of it (features for ``evenhand calibrate``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from ...evaluation.data.schema import Example
@@ -36,6 +37,18 @@ class RougeConfig(ScorerConfig):
             raise ValueError(f"`rouge_type` must be rouge1, rouge2, rougeL or rougeLsum, got {self.rouge_type!r}")
 
 
+@cache
+def rouge_score_scorer(rouge_type: str, use_stemmer: bool) -> Any:
+    """rouge-score's ``RougeScorer`` of one ROUGE type, built once per process; NLTK (whose Porter
+    stemmer it imports) is imported first by ``import_nltk``, without NLTK's scipy/sklearn parts."""
+    from ...evaluation.text.tokens import import_nltk
+
+    import_nltk()
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer([rouge_type], use_stemmer=use_stemmer)
+
+
 @register("rouge")
 class RougeScorer(Scorer[RougeConfig]):
     """ROUGE of the summary against its source (``measure`` of ``rouge_type``)."""
@@ -44,12 +57,7 @@ class RougeScorer(Scorer[RougeConfig]):
 
     def __init__(self, config: RougeConfig | None = None, cache_dir: Any = None) -> None:
         super().__init__(config, cache_dir)
-        from ...evaluation.text.tokens import import_nltk
-
-        import_nltk()  # rouge_score imports NLTK's Porter stemmer: without NLTK's scipy/sklearn parts
-        from rouge_score import rouge_scorer
-
-        self._rouge = rouge_scorer.RougeScorer([self.config.rouge_type], use_stemmer=self.config.use_stemmer)
+        self._rouge = rouge_score_scorer(self.config.rouge_type, self.config.use_stemmer)
 
     def _score_batch(self, sources: list[Example], outputs: list[str]) -> list[dict[str, Any]]:
         results = []
